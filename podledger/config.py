@@ -1,0 +1,110 @@
+"""Settings: every knob has a default, an environment variable and (in the CLI) a flag."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import socket
+from dataclasses import dataclass, field
+from typing import Any
+
+from podledger.errors import UserError
+
+ENV_PREFIX = "PODLEDGER_"
+
+
+def _default_node() -> str:
+    return socket.gethostname().lower()
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Configuration shared by every podledger process.
+
+    Each field reads the environment variable PODLEDGER_<FIELD> (upper case); the kubeconfig
+    also honours the standard KUBECONFIG.
+    """
+
+    bootstrap: str = ""  # Kafka bootstrap servers; empty means "start or reuse the local broker"
+    kubeconfig: str = ""  # empty means "start or reuse the local apiserver" (demo) or in-cluster
+    node: str = field(default_factory=_default_node)
+    topic_prefix: str = "podledger."
+    partitions: int = 6
+    replication_factor: int = 1  # raise to 3 on a real cluster
+    app_id: str = ""  # Faust application id; defaults to "<topic_prefix>fold"
+    max_event_bytes: int = 1_048_576
+    sink_qps: float = 50.0
+    sink_burst: int = 100
+    log_level: str = "warning"
+    data_dir: str = ""  # Faust's table data; defaults to a folder under the cache
+    # Kafka client security, passed through to aiokafka and Faust.
+    kafka_security_protocol: str = "PLAINTEXT"
+    kafka_sasl_mechanism: str = ""
+    kafka_sasl_username: str = ""
+    kafka_sasl_password: str = ""
+    kafka_ssl_cafile: str = ""
+    kafka_ssl_certfile: str = ""
+    kafka_ssl_keyfile: str = ""
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None, **overrides: Any) -> Settings:
+        """Defaults, then the environment, then explicit overrides (CLI flags that were given)."""
+        env = dict(os.environ if env is None else env)
+        values: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            raw = env.get(ENV_PREFIX + f.name.upper())
+            if f.name == "kubeconfig" and raw is None:
+                raw = env.get("KUBECONFIG")
+            if raw is not None and raw != "":
+                values[f.name] = _coerce(f.name, f.type, raw)
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        settings = cls(**values)
+        settings.check()
+        return settings
+
+    def check(self) -> None:
+        if self.partitions < 1:
+            raise UserError(f"partitions must be at least 1, got {self.partitions}")
+        if not self.node:
+            raise UserError("node name is empty: set PODLEDGER_NODE or --node")
+        if self.sink_qps <= 0 or self.sink_burst < 1:
+            raise UserError("sink QPS must be > 0 and burst >= 1")
+
+    @property
+    def fold_app_id(self) -> str:
+        return self.app_id or f"{self.topic_prefix}fold"
+
+    def topic(self, name: str) -> str:
+        """The full (prefixed) Kafka topic name of a logical topic."""
+        return self.topic_prefix + name
+
+    def kafka_client_options(self) -> dict[str, Any]:
+        """Security options for aiokafka clients."""
+        opts: dict[str, Any] = {"security_protocol": self.kafka_security_protocol}
+        if self.kafka_sasl_mechanism:
+            opts.update(
+                sasl_mechanism=self.kafka_sasl_mechanism,
+                sasl_plain_username=self.kafka_sasl_username,
+                sasl_plain_password=self.kafka_sasl_password,
+            )
+        if self.kafka_security_protocol in ("SSL", "SASL_SSL"):
+            from aiokafka.helpers import create_ssl_context
+
+            opts["ssl_context"] = create_ssl_context(
+                cafile=self.kafka_ssl_cafile or None,
+                certfile=self.kafka_ssl_certfile or None,
+                keyfile=self.kafka_ssl_keyfile or None,
+            )
+        return opts
+
+
+def _coerce(name: str, type_name: Any, raw: str) -> Any:
+    kind = str(type_name)
+    try:
+        if kind == "int":
+            return int(raw)
+        if kind == "float":
+            return float(raw)
+    except ValueError:
+        raise UserError(f"{ENV_PREFIX}{name.upper()}={raw!r} is not a number") from None
+    return raw

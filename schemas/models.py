@@ -1,0 +1,146 @@
+"""Python models of the topic values, version 1.
+
+Each model mirrors `<topic>.v1.json` field for field; `tests/test_schemas.py` keeps the two in
+agreement. Pods and statuses stay plain JSON-shaped dicts (DESIGN principle 6): the models wrap
+the envelope, never the Kubernetes objects inside it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+JSONDict = dict[str, Any]
+
+POD_UPDATE_OPS = ("ADD", "UPDATE", "DELETE", "REMOVE", "RECONCILE")
+POD_SOURCES = ("file", "http", "api")
+PLEG_EVENT_TYPES = (
+    "ContainerStarted",
+    "ContainerDied",
+    "ContainerRemoved",
+    "ContainerChanged",
+    "PodSync",
+)
+PROBE_TYPES = ("liveness", "readiness", "startup")
+PROBE_RESULTS = ("Success", "Failure", "Unknown")
+LIFECYCLE_KINDS = ("sync_result", "terminating", "terminated")
+DEAD_LETTER_REASONS = ("malformed", "schema", "unknown_op", "oversize", "unknown_pod")
+
+
+@dataclass(slots=True)
+class PodUpdate:
+    """pod-updates: one pod from one config source (the kubelet's PodUpdate, split per pod)."""
+
+    op: str
+    source: str
+    node: str
+    pod: JSONDict
+    ts_ms: int
+
+    @property
+    def uid(self) -> str:
+        return str(self.pod["metadata"]["uid"])
+
+
+@dataclass(slots=True)
+class PlegEvent:
+    """pleg: a relist event carrying the runtime's snapshot of the pod."""
+
+    uid: str
+    node: str
+    type: str
+    container_id: str | None
+    runtime: JSONDict
+    ts_ms: int
+
+
+@dataclass(slots=True)
+class ProbeResult:
+    """probe-results: a liveness, readiness or startup result that changed."""
+
+    uid: str
+    node: str
+    container_name: str
+    container_id: str
+    probe: str
+    result: str
+    ts_ms: int
+
+
+@dataclass(slots=True)
+class PodLifecycle:
+    """pod-lifecycle: sync results (the reason cache), terminating and terminated facts."""
+
+    uid: str
+    node: str
+    kind: str
+    ts_ms: int
+    sync_results: list[JSONDict] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class JournalEntry:
+    """journal: an accepted input event, in the order the fold applied it."""
+
+    type: str
+    topic: str
+    partition: int
+    offset: int
+    ts_ms: int
+    event: JSONDict
+
+
+@dataclass(slots=True)
+class Cause:
+    """Which input event produced a status version, and where it sits in Kafka."""
+
+    type: str
+    topic: str
+    partition: int
+    offset: int
+    ts_ms: int
+
+
+@dataclass(slots=True)
+class VersionedPodStatus:
+    """pod-status and pod-status-history: the kubelet's versionedPodStatus, made public."""
+
+    uid: str
+    namespace: str
+    name: str
+    node: str
+    version: int
+    status: JSONDict
+    could_have_running_containers: bool
+    finished: bool
+    static: bool
+    mirror_uid: str | None
+    deleting: bool
+    cause: Cause
+    ts_ms: int
+
+
+@dataclass(slots=True)
+class PodDeletion:
+    """pod-deletions: the final DELETE of a finished pod."""
+
+    uid: str
+    namespace: str
+    name: str
+    node: str
+    version: int
+    ts_ms: int
+
+
+@dataclass(slots=True)
+class DeadLetter:
+    """dead-letter: input the pipeline rejected, with why and where it came from."""
+
+    reason: str
+    detail: str
+    topic: str
+    partition: int
+    offset: int
+    key_b64: str | None
+    value_b64: str | None
+    ts_ms: int

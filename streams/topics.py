@@ -1,0 +1,170 @@
+"""The topics of DESIGN.md: names, cleanup, retention, and their declarative creation."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+from aiokafka.errors import KafkaConnectionError, KafkaError
+
+from podledger.config import Settings
+from podledger.errors import UserError
+
+DAY_MS = 86_400_000
+
+
+@dataclass(frozen=True, slots=True)
+class TopicSpec:
+    name: str  # logical name; the Kafka topic is prefix + name
+    cleanup: str  # "delete" or "compact"
+    retention_ms: int  # -1 keeps forever
+    purpose: str
+
+    def configs(self) -> dict[str, str]:
+        configs = {"cleanup.policy": self.cleanup, "retention.ms": str(self.retention_ms)}
+        if self.cleanup == "compact":
+            # Tombstones stay a day so a consumer that lags less than that still sees them.
+            configs["delete.retention.ms"] = str(DAY_MS)
+        return configs
+
+
+# "Long retention" (pod-updates, journal, history) is 90 days: the audit window. Transient
+# channels keep a week, enough to replay after an outage of the consumers.
+TOPICS: tuple[TopicSpec, ...] = (
+    TopicSpec("pod-updates", "delete", 90 * DAY_MS, "pod config changes from the sources"),
+    TopicSpec("pleg", "delete", 7 * DAY_MS, "PLEG events with the runtime snapshot"),
+    TopicSpec("probe-results", "delete", 7 * DAY_MS, "changed probe results"),
+    TopicSpec("pod-lifecycle", "delete", 7 * DAY_MS, "pod worker facts: sync results, termination"),
+    TopicSpec("journal", "delete", 90 * DAY_MS, "input events in the order the fold applied them"),
+    TopicSpec("pod-status", "compact", -1, "latest versioned status per pod"),
+    TopicSpec("pod-status-history", "delete", 90 * DAY_MS, "every status version with its cause"),
+    TopicSpec("pod-deletions", "delete", 7 * DAY_MS, "pods the sink deleted from the apiserver"),
+    TopicSpec("dead-letter", "delete", 30 * DAY_MS, "rejected input with reason and coordinates"),
+)
+INGRESS = ("pod-updates", "pleg", "probe-results", "pod-lifecycle")
+
+
+@dataclass(frozen=True, slots=True)
+class TopicChange:
+    topic: str
+    action: str  # "created", "unchanged", "altered"
+    detail: str = ""
+
+
+def admin_client(settings: Settings) -> AIOKafkaAdminClient:
+    return AIOKafkaAdminClient(
+        bootstrap_servers=settings.bootstrap,
+        client_id="podledger-admin",
+        request_timeout_ms=15000,
+        **settings.kafka_client_options(),
+    )
+
+
+async def start_admin(settings: Settings) -> AIOKafkaAdminClient:
+    admin = admin_client(settings)
+    try:
+        await asyncio.wait_for(admin.start(), timeout=20)
+    except (KafkaConnectionError, KafkaError, asyncio.TimeoutError, OSError) as exc:
+        await admin.close()
+        raise UserError(
+            f"cannot reach the Kafka broker at {settings.bootstrap!r} ({exc.__class__.__name__}):"
+            " start it with 'podledger local up' or set PODLEDGER_BOOTSTRAP"
+        ) from None
+    return admin
+
+
+async def ensure_topics(settings: Settings) -> list[TopicChange]:
+    """Create every topic that is missing; bring drifted configs back. Idempotent."""
+    admin = await start_admin(settings)
+    try:
+        wanted = {settings.topic(t.name): t for t in TOPICS}
+        existing = set(await admin.list_topics())
+        missing = [name for name in wanted if name not in existing]
+        changes: list[TopicChange] = []
+        if missing:
+            await admin.create_topics(
+                [
+                    NewTopic(
+                        name,
+                        num_partitions=settings.partitions,
+                        replication_factor=settings.replication_factor,
+                        topic_configs=wanted[name].configs(),
+                    )
+                    for name in missing
+                ]
+            )
+            changes += [TopicChange(name, "created") for name in missing]
+        present = [name for name in wanted if name in existing]
+        if present:
+            partitions = await topic_partitions(admin, present)
+            for name in present:
+                if partitions[name] != settings.partitions:
+                    raise UserError(
+                        f"topic {name} has {partitions[name]} partitions but podledger is configured"
+                        f" for {settings.partitions}; all topics must share one count"
+                        " (co-partitioning): set PODLEDGER_PARTITIONS or use another topic prefix"
+                    )
+            current = await topic_configs(admin, present)
+            drifted = {
+                name: {k: v for k, v in wanted[name].configs().items() if current[name].get(k) != v}
+                for name in present
+            }
+            to_alter = {name: diff for name, diff in drifted.items() if diff}
+            if to_alter:
+                await admin.alter_configs(
+                    [
+                        # AlterConfigs replaces the topic's whole dynamic config: send all of ours.
+                        ConfigResource(ConfigResourceType.TOPIC, name, wanted[name].configs())
+                        for name in to_alter
+                    ]
+                )
+            for name in present:
+                if name in to_alter:
+                    detail = ", ".join(f"{k}={v}" for k, v in to_alter[name].items())
+                    changes.append(TopicChange(name, "altered", detail))
+                else:
+                    changes.append(TopicChange(name, "unchanged"))
+        return sorted(changes, key=lambda c: c.topic)
+    finally:
+        await admin.close()
+
+
+async def topic_partitions(admin: AIOKafkaAdminClient, names: list[str]) -> dict[str, int]:
+    described = await admin.describe_topics(names)
+    return {t["topic"]: len(t["partitions"]) for t in described}
+
+
+async def topic_configs(admin: AIOKafkaAdminClient, names: list[str]) -> dict[str, dict[str, str]]:
+    responses = await admin.describe_configs(
+        [ConfigResource(ConfigResourceType.TOPIC, name) for name in names]
+    )
+    out: dict[str, dict[str, str]] = {}
+    for response in responses:
+        for resource in response.resources:
+            _err, _msg, _rtype, rname, entries = resource[:5]
+            out[rname] = {entry[0]: entry[1] for entry in entries}
+    return out
+
+
+async def describe(settings: Settings) -> dict[str, dict[str, str]]:
+    """Partitions and the configs podledger manages, as the broker reports them."""
+    admin = await start_admin(settings)
+    try:
+        names = [settings.topic(t.name) for t in TOPICS]
+        existing = set(await admin.list_topics())
+        present = [n for n in names if n in existing]
+        partitions = await topic_partitions(admin, present) if present else {}
+        configs = await topic_configs(admin, present) if present else {}
+        result: dict[str, dict[str, str]] = {}
+        for spec in TOPICS:
+            name = settings.topic(spec.name)
+            if name not in existing:
+                result[name] = {"state": "missing"}
+                continue
+            managed = {k: configs[name].get(k, "") for k in spec.configs()}
+            result[name] = {"partitions": str(partitions[name]), **managed}
+        return result
+    finally:
+        await admin.close()
