@@ -77,9 +77,7 @@ def _progress(message: str) -> None:
 def _run_build(cmd: list[str], cwd: Path, what: str, env: dict[str, str] | None = None) -> None:
     started = time.monotonic()
     _progress(f"{what} (first run only; cached afterwards) ...")
-    proc = subprocess.run(
-        cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True
-    )
+    proc = subprocess.run(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True)
     if proc.returncode != 0:
         sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])
         raise UserError(f"{what} failed (exit {proc.returncode}); its output is above")
@@ -109,8 +107,16 @@ def fetch_kafka() -> Path:
     libs.mkdir(parents=True)
     pom = _deploy_file("kafka", "pom.xml")
     _run_build(
-        [mvn, "-B", "-q", "-f", str(pom), "dependency:copy-dependencies",
-         "-DincludeScope=runtime", f"-DoutputDirectory={libs}"],
+        [
+            mvn,
+            "-B",
+            "-q",
+            "-f",
+            str(pom),
+            "dependency:copy-dependencies",
+            "-DincludeScope=runtime",
+            f"-DoutputDirectory={libs}",
+        ],
         pom.parent,
         f"resolving Apache Kafka {version} with Maven",
     )
@@ -126,7 +132,7 @@ def _go_module_version(module_dir: Path, module: str) -> str:
     return match.group(1)
 
 
-def _go_binary(name: str, module_dir: Path, module: str, package: str) -> Path:
+def _go_binary(name: str, module_dir: Path, module: str, package: str, ldflags: str = "") -> Path:
     version = _go_module_version(module_dir, module)
     binary = cache_dir() / "bin" / f"{name}-{version}"
     if binary.exists():
@@ -136,7 +142,7 @@ def _go_binary(name: str, module_dir: Path, module: str, package: str) -> Path:
     partial = binary.with_suffix(".partial")
     env = dict(os.environ, CGO_ENABLED="0", GOFLAGS="-mod=mod")
     _run_build(
-        [go, "build", "-trimpath", "-ldflags=-s -w", "-o", str(partial), package],
+        [go, "build", "-trimpath", f"-ldflags=-s -w {ldflags.format(version=version)}", "-o", str(partial), package],
         module_dir,
         f"building {name} {version} with Go",
         env,
@@ -155,6 +161,9 @@ def fetch_apiserver() -> Path:
         _deploy_file("apiserver"),
         "k8s.io/kubernetes",
         "k8s.io/kubernetes/cmd/kube-apiserver",
+        # Stamp the version the way the upstream release build does, so /version tells the truth.
+        "-X k8s.io/component-base/version.gitVersion={version}"
+        " -X k8s.io/component-base/version.gitTreeState=clean",
     )
 
 
@@ -192,12 +201,11 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     # A zombie child is dead for our purposes.
-    with contextlib.suppress(OSError):
-        with open(f"/proc/{pid}/stat") as f:
-            if f.read().split(")")[-1].split()[0] == "Z":
-                with contextlib.suppress(ChildProcessError):
-                    os.waitpid(pid, os.WNOHANG)
-                return False
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/stat") as f:
+        if f.read().split(")")[-1].split()[0] == "Z":
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
+            return False
     return True
 
 
@@ -309,9 +317,21 @@ def start_kafka(workdir: Path, *, detached: bool = False, timeout: float = 120.0
     log_opts = [f"-Dlog4j.configuration=file:{workdir / 'log4j.properties'}", f"-Dkafka.logs.dir={workdir}"]
     cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
     fmt = subprocess.run(
-        [java, *log_opts, "-cp", classpath, "kafka.tools.StorageTool", "format",
-         "-t", cluster_id, "-c", str(props)],
-        capture_output=True, text=True, stdin=subprocess.DEVNULL,
+        [
+            java,
+            *log_opts,
+            "-cp",
+            classpath,
+            "kafka.tools.StorageTool",
+            "format",
+            "-t",
+            cluster_id,
+            "-c",
+            str(props),
+        ],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
     )
     if fmt.returncode != 0:
         raise UserError(f"formatting the Kafka data dir failed:\n{fmt.stdout}{fmt.stderr}")
@@ -356,13 +376,54 @@ def _openssl(*args: str, cwd: Path) -> None:
 def _make_pki(pki: Path) -> None:
     """A CA, a serving certificate for 127.0.0.1, and the service-account key pair."""
     pki.mkdir(parents=True, exist_ok=True)
-    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "30", "-subj", "/CN=podledger-local-ca",
-             "-keyout", "ca.key", "-out", "ca.crt", cwd=pki)
-    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=kube-apiserver",
-             "-keyout", "serving.key", "-out", "serving.csr", cwd=pki)
+    _openssl(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "30",
+        "-subj",
+        "/CN=podledger-local-ca",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.crt",
+        cwd=pki,
+    )
+    _openssl(
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-subj",
+        "/CN=kube-apiserver",
+        "-keyout",
+        "serving.key",
+        "-out",
+        "serving.csr",
+        cwd=pki,
+    )
     (pki / "san.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc\n")
-    _openssl("x509", "-req", "-in", "serving.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
-             "-days", "30", "-extfile", "san.ext", "-out", "serving.crt", cwd=pki)
+    _openssl(
+        "x509",
+        "-req",
+        "-in",
+        "serving.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-days",
+        "30",
+        "-extfile",
+        "san.ext",
+        "-out",
+        "serving.crt",
+        cwd=pki,
+    )
     _openssl("genrsa", "-out", "sa.key", "2048", cwd=pki)
     _openssl("rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=pki)
 
@@ -371,12 +432,19 @@ def write_kubeconfig(path: Path, server: str, ca_file: Path, token: str) -> None
     config = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": "podledger-local", "cluster": {
-            "server": server,
-            "certificate-authority-data": base64.b64encode(ca_file.read_bytes()).decode(),
-        }}],
+        "clusters": [
+            {
+                "name": "podledger-local",
+                "cluster": {
+                    "server": server,
+                    "certificate-authority-data": base64.b64encode(ca_file.read_bytes()).decode(),
+                },
+            }
+        ],
         "users": [{"name": "podledger-admin", "user": {"token": token}}],
-        "contexts": [{"name": "podledger-local", "context": {"cluster": "podledger-local", "user": "podledger-admin"}}],
+        "contexts": [
+            {"name": "podledger-local", "context": {"cluster": "podledger-local", "user": "podledger-admin"}}
+        ],
         "current-context": "podledger-local",
     }
     path.write_text(json.dumps(config, indent=2))  # JSON is valid YAML
@@ -396,14 +464,28 @@ def start_kube(workdir: Path, *, detached: bool = False, timeout: float = 120.0)
     etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
     etcd_log = workdir / "etcd.log"
     etcd_pid = _spawn(
-        [str(etcd), "--name", "local", "--data-dir", str(workdir / "etcd"),
-         "--listen-client-urls", f"http://127.0.0.1:{etcd_port}",
-         "--advertise-client-urls", f"http://127.0.0.1:{etcd_port}",
-         "--listen-peer-urls", f"http://127.0.0.1:{peer_port}",
-         "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer_port}",
-         "--initial-cluster", f"local=http://127.0.0.1:{peer_port}",
-         "--unsafe-no-fsync", "--log-level", "warn"],
-        etcd_log, detached=detached,
+        [
+            str(etcd),
+            "--name",
+            "local",
+            "--data-dir",
+            str(workdir / "etcd"),
+            "--listen-client-urls",
+            f"http://127.0.0.1:{etcd_port}",
+            "--advertise-client-urls",
+            f"http://127.0.0.1:{etcd_port}",
+            "--listen-peer-urls",
+            f"http://127.0.0.1:{peer_port}",
+            "--initial-advertise-peer-urls",
+            f"http://127.0.0.1:{peer_port}",
+            "--initial-cluster",
+            f"local=http://127.0.0.1:{peer_port}",
+            "--unsafe-no-fsync",
+            "--log-level",
+            "warn",
+        ],
+        etcd_log,
+        detached=detached,
     )
 
     def etcd_ready() -> bool:
@@ -419,24 +501,31 @@ def start_kube(workdir: Path, *, detached: bool = False, timeout: float = 120.0)
     server = f"https://127.0.0.1:{api_port}"
     try:
         api_pid = _spawn(
-            [str(apiserver),
-             f"--etcd-servers=http://127.0.0.1:{etcd_port}",
-             "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={api_port}",
-             f"--tls-cert-file={pki / 'serving.crt'}", f"--tls-private-key-file={pki / 'serving.key'}",
-             f"--client-ca-file={pki / 'ca.crt'}",
-             f"--token-auth-file={workdir / 'tokens.csv'}",
-             "--authorization-mode=RBAC",
-             f"--service-account-key-file={pki / 'sa.pub'}",
-             f"--service-account-signing-key-file={pki / 'sa.key'}",
-             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-             "--service-cluster-ip-range=10.96.0.0/16",
-             # No controller-manager runs here to create the default ServiceAccount.
-             "--disable-admission-plugins=ServiceAccount",
-             "--enable-priority-and-fairness=false",
-             "--profiling=false",
-             f"--cert-dir={workdir / 'certs'}",
-             "-v=0"],
-            api_log, detached=detached,
+            [
+                str(apiserver),
+                f"--etcd-servers=http://127.0.0.1:{etcd_port}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--secure-port={api_port}",
+                f"--tls-cert-file={pki / 'serving.crt'}",
+                f"--tls-private-key-file={pki / 'serving.key'}",
+                f"--client-ca-file={pki / 'ca.crt'}",
+                f"--token-auth-file={workdir / 'tokens.csv'}",
+                "--authorization-mode=RBAC",
+                f"--service-account-key-file={pki / 'sa.pub'}",
+                f"--service-account-signing-key-file={pki / 'sa.key'}",
+                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+                "--service-cluster-ip-range=10.96.0.0/16",
+                # No controller-manager runs here to create the default ServiceAccount.
+                "--disable-admission-plugins=ServiceAccount",
+                "--enable-priority-and-fairness=false",
+                "--profiling=false",
+             "--endpoint-reconciler-type=none",
+                f"--cert-dir={workdir / 'certs'}",
+                "-v=0",
+            ],
+            api_log,
+            detached=detached,
         )
     except BaseException:
         stop_process(etcd_pid)
@@ -460,8 +549,9 @@ def start_kube(workdir: Path, *, detached: bool = False, timeout: float = 120.0)
         raise
     kubeconfig = workdir / "kubeconfig"
     write_kubeconfig(kubeconfig, server, pki / "ca.crt", token)
-    return KubeHandle(str(kubeconfig), server, token, [api_pid, etcd_pid], str(workdir),
-                      [str(api_log), str(etcd_log)])
+    return KubeHandle(
+        str(kubeconfig), server, token, [api_pid, etcd_pid], str(workdir), [str(api_log), str(etcd_log)]
+    )
 
 
 # --------------------------------------------------------------------------- shared instances

@@ -14,7 +14,6 @@ from typing import Any, TypeVar
 
 import fastjsonschema
 import orjson
-
 from podledger.schemas import models
 
 SCHEMA_VERSION = 1
@@ -89,7 +88,9 @@ def decode(topic: str, data: bytes | str | None, *, max_bytes: int | None = None
     if data is None:
         raise DecodeError("malformed", None, f"{topic}: empty value (tombstone) where an event was expected")
     if max_bytes is not None and len(data) > max_bytes:
-        raise DecodeError("oversize", None, f"{topic}: value of {len(data)} bytes exceeds the limit of {max_bytes}")
+        raise DecodeError(
+            "oversize", None, f"{topic}: value of {len(data)} bytes exceeds the limit of {max_bytes}"
+        )
     try:
         obj = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
@@ -125,9 +126,17 @@ def _schema_error(topic: str, obj: Any, exc: fastjsonschema.JsonSchemaValueExcep
     shown = orjson.dumps(exc.value).decode()[:80]
     if exc.rule == "enum" and path in _OP_FIELDS:
         allowed = ", ".join(exc.rule_definition)
-        return DecodeError("unknown_op", path, f"{topic}: field {path!r} has unknown value {shown} (expected one of {allowed})")
+        return DecodeError(
+            "unknown_op",
+            path,
+            f"{topic}: field {path!r} has unknown value {shown} (expected one of {allowed})",
+        )
     if exc.rule == "type":
         want = exc.rule_definition
         want_text = " or ".join(want) if isinstance(want, list) else want
-        return DecodeError("schema", path, f"{topic}: field {path or '(value)'!r} must be {want_text}, got {shown}")
-    return DecodeError("schema", path, f"{topic}: field {path or '(value)'!r} is invalid ({exc.rule}): {shown}")
+        return DecodeError(
+            "schema", path, f"{topic}: field {path or '(value)'!r} must be {want_text}, got {shown}"
+        )
+    return DecodeError(
+        "schema", path, f"{topic}: field {path or '(value)'!r} is invalid ({exc.rule}): {shown}"
+    )

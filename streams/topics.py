@@ -66,7 +66,7 @@ async def start_admin(settings: Settings) -> AIOKafkaAdminClient:
     admin = admin_client(settings)
     try:
         await asyncio.wait_for(admin.start(), timeout=20)
-    except (KafkaConnectionError, KafkaError, asyncio.TimeoutError, OSError) as exc:
+    except (TimeoutError, KafkaConnectionError, KafkaError, OSError) as exc:
         await admin.close()
         raise UserError(
             f"cannot reach the Kafka broker at {settings.bootstrap!r} ({exc.__class__.__name__}):"

@@ -1,0 +1,363 @@
+"""The `podledger` command."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from podledger.config import Settings
+from podledger.errors import UserError
+
+log = logging.getLogger("podledger")
+
+
+# --------------------------------------------------------------------------- logging
+
+
+class KeyValueFormatter(logging.Formatter):
+    """One line per record: time, level, logger, message — easy to grep and to parse."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        ts = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+        line = f"ts={ts}.{int(record.msecs):03d}Z level={record.levelname.lower()} logger={record.name} msg={json.dumps(record.getMessage())}"
+        if record.exc_info:
+            line += " exc=" + json.dumps(self.formatException(record.exc_info))
+        return line
+
+
+def setup_logging(level: str) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(KeyValueFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+
+
+# --------------------------------------------------------------------------- settings
+
+
+def _add_common(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("connection (flags override PODLEDGER_* environment variables)")
+    g.add_argument("--bootstrap", help="Kafka bootstrap servers (PODLEDGER_BOOTSTRAP)")
+    g.add_argument("--kubeconfig", help="kubeconfig file (KUBECONFIG / PODLEDGER_KUBECONFIG)")
+    g.add_argument("--node", help="the node this process serves (PODLEDGER_NODE; default: hostname)")
+    g.add_argument("--topic-prefix", help="topic name prefix (PODLEDGER_TOPIC_PREFIX; default podledger.)")
+    g.add_argument(
+        "--partitions", type=int, help="partitions of every topic (PODLEDGER_PARTITIONS; default 6)"
+    )
+    g.add_argument("--log-level", help="debug, info, warning, error (PODLEDGER_LOG_LEVEL; default warning)")
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
+    return Settings.from_env(
+        bootstrap=getattr(args, "bootstrap", None),
+        kubeconfig=getattr(args, "kubeconfig", None),
+        node=getattr(args, "node", None),
+        topic_prefix=getattr(args, "topic_prefix", None),
+        partitions=getattr(args, "partitions", None),
+        log_level=getattr(args, "log_level", None),
+    )
+
+
+def _require_bootstrap(settings: Settings) -> None:
+    if not settings.bootstrap:
+        raise UserError(
+            "no Kafka broker configured: set PODLEDGER_BOOTSTRAP or --bootstrap"
+            " (or run 'podledger local up' for a local one)"
+        )
+
+
+# --------------------------------------------------------------------------- commands
+
+
+def cmd_topics(args: argparse.Namespace) -> int:
+    from podledger.streams.topics import describe, ensure_topics
+
+    settings = settings_from(args)
+    _require_bootstrap(settings)
+    if args.action == "create":
+        changes = asyncio.run(ensure_topics(settings))
+        for change in changes:
+            print(f"{change.action:9} {change.topic}" + (f"  ({change.detail})" if change.detail else ""))
+    else:
+        for name, info in asyncio.run(describe(settings)).items():
+            print(name, " ".join(f"{k}={v}" for k, v in info.items()))
+    return 0
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from podledger.schemas import codec
+
+    if args.topic:
+        print(json.dumps(codec.schema(args.topic), indent=2))
+    else:
+        for name in codec.MODELS:
+            print(name)
+    return 0
+
+
+def cmd_local(args: argparse.Namespace) -> int:
+    from podledger import localstack
+
+    if args.action == "up":
+        kafka, kube = localstack.up(kafka=True, kube=not args.no_kube)
+        if kafka:
+            print(f"export PODLEDGER_BOOTSTRAP={kafka.bootstrap}")
+        if kube:
+            print(f"export KUBECONFIG={kube.kubeconfig}")
+        print("# stop them with: podledger local down", file=sys.stderr)
+    elif args.action == "down":
+        stopped = localstack.down()
+        print("stopped: " + (", ".join(stopped) or "nothing was running"))
+    else:
+        kafka, kube = localstack.running_kafka(), localstack.running_kube()
+        print(f"kafka: {kafka.bootstrap if kafka else 'not running'}")
+        print(
+            f"kube-apiserver: {kube.server + ' (kubeconfig ' + kube.kubeconfig + ')' if kube else 'not running'}"
+        )
+    return 0
+
+
+def run_pipeline(
+    settings: Settings, *, roles: set[str], on_status: Callable[[Any], None] | None = None
+) -> int:
+    """Run the Faust worker with the chosen roles until SIGINT/SIGTERM."""
+    import faust
+
+    from podledger.agents.apiserver_source import ApiserverSource
+    from podledger.agents.kube import Kube
+    from podledger.agents.sink import Sink
+    from podledger.streams.app import Pipeline
+
+    _require_bootstrap(settings)
+    pipeline = Pipeline(settings, fold="fold" in roles)
+    kube: Kube | None = None
+    if roles & {"source", "sink"}:
+        kube = Kube.from_kubeconfig(settings.kubeconfig)
+        version = kube.check()
+        kube.ensure_node(settings.node)
+        log.info("apiserver %s (%s), node %s", kube.server, version, settings.node)
+
+    if "source" in roles:
+        assert kube is not None
+        source = ApiserverSource(
+            kube,
+            settings.node,
+            lambda update: pipeline.publish("pod-updates", update.uid, update, update.node),
+        )
+
+        async def apiserver_source(_: Pipeline) -> None:
+            await source.run()
+
+        pipeline.add_task(apiserver_source)
+
+    if "sink" in roles:
+        assert kube is not None
+        sink = Sink(kube)
+
+        async def write_status(_: Pipeline, vs: Any) -> None:
+            await sink.write(vs)
+
+        pipeline.add_agent("pod-status", write_status)
+
+    if on_status is not None:
+
+        async def show_status(_: Pipeline, vs: Any) -> None:
+            on_status(vs)
+
+        pipeline.add_agent("pod-status-history", show_status)
+
+    worker = faust.Worker(
+        pipeline.app,
+        loglevel=settings.log_level.upper(),
+        quiet=True,
+        redirect_stdouts=False,
+        override_logging=False,
+    )
+    worker.execute_from_commandline()
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    settings = settings_from(args)
+    roles = set(args.roles.split(","))
+    unknown = roles - {"fold", "source", "sink"}
+    if unknown:
+        raise UserError(f"unknown role(s) {', '.join(sorted(unknown))}: choose from fold, source, sink")
+    return run_pipeline(settings, roles=roles)
+
+
+def format_status_line(vs: Any) -> str:
+    conditions = " ".join(f"{c['type']}={c['status']}" for c in vs.status.get("conditions") or [])
+    return (
+        f"{time.strftime('%H:%M:%S')}  {vs.namespace}/{vs.name}  v{vs.version}  "
+        f"{vs.status.get('phase', '?'):9}  {conditions}  <- {vs.cause.type}"
+    )
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from podledger import localstack
+    from podledger.agents.kube import Kube
+    from podledger.streams.topics import ensure_topics
+
+    settings = settings_from(args)
+    started: list[Any] = []
+    bootstrap, kubeconfig = settings.bootstrap, settings.kubeconfig
+    if not bootstrap:
+        handle = localstack.running_kafka()
+        if handle is None:
+            print("podledger demo: starting a local Kafka broker ...", file=sys.stderr)
+            handle = localstack.start_kafka(Path(tempfile.mkdtemp(prefix="podledger-demo-kafka-")))
+            started.append(handle)
+        bootstrap = handle.bootstrap
+    if not kubeconfig:
+        kh = localstack.running_kube()
+        if kh is None:
+            print("podledger demo: starting a local etcd and kube-apiserver ...", file=sys.stderr)
+            kh = localstack.start_kube(Path(tempfile.mkdtemp(prefix="podledger-demo-kube-")))
+            started.append(kh)
+        kubeconfig = kh.kubeconfig
+    settings = Settings.from_env(
+        bootstrap=bootstrap,
+        kubeconfig=kubeconfig,
+        node=settings.node,
+        topic_prefix=settings.topic_prefix,
+        partitions=settings.partitions,
+        log_level=settings.log_level,
+    )
+    try:
+        asyncio.run(ensure_topics(settings))
+        kube = Kube.from_kubeconfig(kubeconfig)
+        kube.check()
+        kube.ensure_node(settings.node)
+        examples = _create_example_pods(kube, settings.node)
+        print(
+            "\npodledger demo\n"
+            f"  Kafka:       {bootstrap}   topics: {settings.topic_prefix}* ({settings.partitions} partitions)\n"
+            f"  apiserver:   {kube.server}   KUBECONFIG={kubeconfig}\n"
+            f"  node:        {settings.node}   running: apiserver source, fold, sink\n"
+            f"  pods:        {', '.join(examples) or 'none'} (from deploy/examples)\n"
+            "  stop:        Ctrl-C (or SIGTERM)\n\n"
+            "Each line is a new status version, as published to pod-status-history:",
+            flush=True,
+        )
+        run_pipeline(
+            settings,
+            roles={"fold", "source", "sink"},
+            on_status=lambda vs: print(format_status_line(vs), flush=True),
+        )
+    finally:
+        for handle in reversed(started):
+            handle.stop()
+        print("podledger demo: stopped", file=sys.stderr)
+    return 0
+
+
+def _create_example_pods(kube: Any, node: str) -> list[str]:
+    import yaml
+
+    from podledger.agents.kube import KubeError
+
+    examples = Path(__file__).resolve().parent.parent / "deploy" / "examples"
+    created = []
+    for path in sorted(examples.glob("*.yaml")):
+        pod = yaml.safe_load(path.read_text())
+        pod.setdefault("spec", {})["nodeName"] = node
+        name = pod["metadata"]["name"]
+        try:
+            kube.create_pod(pod)
+        except KubeError as exc:
+            if not exc.conflict:
+                raise
+        created.append(f"default/{name}")
+    return created
+
+
+# --------------------------------------------------------------------------- main
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="podledger",
+        description="The kubelet's pod-status path as an event-sourced pipeline on Kafka.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser(
+        "run",
+        help="run the pipeline (apiserver source, fold, sink) until stopped",
+        description="Run podledger's Faust worker. Stops cleanly on SIGINT or SIGTERM.",
+    )
+    p.add_argument(
+        "--roles",
+        default="fold,source,sink",
+        help="comma-separated roles to run in this process (default: fold,source,sink)",
+    )
+    _add_common(p)
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser(
+        "topics",
+        help="create or describe podledger's topics",
+        description="'create' makes every topic with its partitions, cleanup policy and"
+        " retention, and repairs drifted configs; running it twice changes nothing.",
+    )
+    p.add_argument("action", choices=["create", "describe"])
+    _add_common(p)
+    p.set_defaults(func=cmd_topics)
+
+    p = sub.add_parser(
+        "schema",
+        help="print the JSON Schema of a topic's values",
+        description="Without TOPIC, list the topics that have a schema.",
+    )
+    p.add_argument("topic", nargs="?")
+    p.set_defaults(func=cmd_schema)
+
+    p = sub.add_parser(
+        "local",
+        help="start, stop or show the local Kafka broker and kube-apiserver",
+        description="'up' starts (or reuses) a local broker and apiserver that keep running"
+        " and prints the environment to use them; 'down' stops them.",
+    )
+    p.add_argument("action", choices=["up", "down", "status"])
+    p.add_argument("--no-kube", action="store_true", help="start only the Kafka broker")
+    p.set_defaults(func=cmd_local)
+
+    p = sub.add_parser(
+        "demo",
+        help="run podledger on local Kafka and apiserver with example pods",
+        description="Starts (or reuses) a local broker and apiserver, creates the topics and"
+        " the example pods, and shows each status version until Ctrl-C.",
+    )
+    _add_common(p)
+    p.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    setup_logging(getattr(args, "log_level", None) or os.environ.get("PODLEDGER_LOG_LEVEL", "warning"))
+    # A second SIGTERM during shutdown should not print a traceback either.
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    try:
+        return int(args.func(args) or 0)
+    except UserError as exc:
+        print(f"podledger: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

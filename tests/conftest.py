@@ -1,0 +1,158 @@
+"""Fixtures for tests on the real parts.
+
+`kafka_bootstrap` and `kubeconfig` start a real Kafka broker and a real etcd + kube-apiserver
+(deploy/local via podledger.localstack) once per test session on free loopback ports, or use the
+ones PODLEDGER_BOOTSTRAP / KUBECONFIG name. They are stopped at the end of the session, also
+when tests fail; their logs are printed when any test failed.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from podledger import localstack
+from podledger.config import Settings
+
+_started: list[Any] = []
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    existing = os.environ.get("PODLEDGER_BOOTSTRAP")
+    if existing:
+        yield existing
+        return
+    handle = localstack.start_kafka(tmp_path_factory.mktemp("kafka"))
+    _started.append(handle)
+    try:
+        yield handle.bootstrap
+    finally:
+        handle.stop()
+
+
+@pytest.fixture(scope="session")
+def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    existing = os.environ.get("KUBECONFIG")
+    if existing:
+        yield existing
+        return
+    handle = localstack.start_kube(tmp_path_factory.mktemp("kube"))
+    _started.append(handle)
+    try:
+        yield handle.kubeconfig
+    finally:
+        handle.stop()
+
+
+@pytest.fixture
+def topic_prefix() -> str:
+    """A prefix of its own for each test, so tests never see each other's messages."""
+    return f"t{uuid.uuid4().hex[:10]}."
+
+
+@pytest.fixture
+def node_name() -> str:
+    return f"node-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def settings(kafka_bootstrap: str, topic_prefix: str, node_name: str) -> Settings:
+    return Settings.from_env(
+        env={}, bootstrap=kafka_bootstrap, topic_prefix=topic_prefix, partitions=3, node=node_name
+    )
+
+
+class PodledgerProcess:
+    """`podledger ARGS` as a real child process, its output kept in a file."""
+
+    def __init__(self, args: list[str], env: dict[str, str], log_path: Path) -> None:
+        self.log_path = log_path
+        self._log = open(log_path, "wb")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "podledger.cli", *args],
+            env=env, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
+        )
+
+    def output(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()
+        return self.proc.returncode
+
+
+@pytest.fixture
+def podledger_process(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Callable[..., PodledgerProcess]]:
+    procs: list[PodledgerProcess] = []
+
+    def start(args: list[str], env: dict[str, str] | None = None) -> PodledgerProcess:
+        full_env = {k: v for k, v in os.environ.items() if not k.startswith("PODLEDGER_")}
+        full_env.update(env or {})
+        proc = PodledgerProcess(args, full_env, tmp_path / f"podledger-{len(procs)}.log")
+        procs.append(proc)
+        return proc
+
+    yield start
+    for proc in procs:
+        proc.stop()
+        failed = getattr(request.node, "rep_call", None)
+        if failed is not None and failed.failed:
+            sys.stderr.write(f"\n--- output of podledger {proc.proc.args[3:]} ---\n{proc.output()[-6000:]}\n")
+
+
+def wait_for(
+    check: Callable[[], Any],
+    timeout: float = 60.0,
+    interval: float = 0.25,
+    what: str = "",
+    alive: PodledgerProcess | None = None,
+) -> Any:
+    """Poll `check` until it returns something truthy; fail with `what` on timeout, or at once
+    when the `alive` process has exited."""
+    deadline = time.monotonic() + timeout
+    last_error: Exception | None = None
+    while time.monotonic() < deadline:
+        if alive is not None and alive.proc.poll() is not None:
+            raise AssertionError(f"podledger exited ({alive.proc.returncode}) while waiting for {what}")
+        try:
+            result = check()
+            if result:
+                return result
+        except Exception as exc:  # the condition may raise until the system catches up
+            last_error = exc
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what or check}" +
+                         (f" (last error: {last_error})" if last_error else ""))
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()
+    setattr(item, f"rep_{report.when}", report)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if exitstatus == 0:
+        return
+    for handle in _started:
+        logs = [handle.log] if hasattr(handle, "log") else list(handle.logs)
+        for path in logs:
+            sys.stderr.write(f"\n--- last lines of {path} ---\n{localstack._log_tail(Path(path), 40)}\n")
