@@ -109,7 +109,14 @@ def cmd_schema(args: argparse.Namespace) -> int:
 def cmd_local(args: argparse.Namespace) -> int:
     from podledger import localstack
 
-    if args.action == "up":
+    if args.action == "fetch":
+        # Resolve and build what the local instances need, with progress, before any test runs.
+        if not os.environ.get("PODLEDGER_BOOTSTRAP"):
+            print(f"kafka jars: {localstack.fetch_kafka()}")
+        if not args.no_kube and not os.environ.get("KUBECONFIG"):
+            print(f"etcd: {localstack.fetch_etcd()}")
+            print(f"kube-apiserver: {localstack.fetch_apiserver()}")
+    elif args.action == "up":
         kafka, kube = localstack.up(kafka=True, kube=not args.no_kube)
         if kafka:
             print(f"export PODLEDGER_BOOTSTRAP={kafka.bootstrap}")
@@ -184,6 +191,7 @@ def run_pipeline(
         redirect_stdouts=False,
         override_logging=False,
     )
+    worker.spinner = None  # a terminal spinner only garbles logs and the demo's output
     worker.execute_from_commandline()
     return 0
 
@@ -330,8 +338,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="'up' starts (or reuses) a local broker and apiserver that keep running"
         " and prints the environment to use them; 'down' stops them.",
     )
-    p.add_argument("action", choices=["up", "down", "status"])
-    p.add_argument("--no-kube", action="store_true", help="start only the Kafka broker")
+    p.add_argument("action", choices=["fetch", "up", "down", "status"])
+    p.add_argument("--no-kube", action="store_true", help="only the Kafka broker, no etcd or apiserver")
     p.set_defaults(func=cmd_local)
 
     p = sub.add_parser(

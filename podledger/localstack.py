@@ -142,7 +142,15 @@ def _go_binary(name: str, module_dir: Path, module: str, package: str, ldflags: 
     partial = binary.with_suffix(".partial")
     env = dict(os.environ, CGO_ENABLED="0", GOFLAGS="-mod=mod")
     _run_build(
-        [go, "build", "-trimpath", f"-ldflags=-s -w {ldflags.format(version=version)}", "-o", str(partial), package],
+        [
+            go,
+            "build",
+            "-trimpath",
+            f"-ldflags=-s -w {ldflags.format(version=version)}",
+            "-o",
+            str(partial),
+            package,
+        ],
         module_dir,
         f"building {name} {version} with Go",
         env,
@@ -520,7 +528,7 @@ def start_kube(workdir: Path, *, detached: bool = False, timeout: float = 120.0)
                 "--disable-admission-plugins=ServiceAccount",
                 "--enable-priority-and-fairness=false",
                 "--profiling=false",
-             "--endpoint-reconciler-type=none",
+                "--endpoint-reconciler-type=none",
                 f"--cert-dir={workdir / 'certs'}",
                 "-v=0",
             ],

@@ -25,9 +25,6 @@ log = logging.getLogger("podledger.fold")
 POD_RECORDS_TABLE = "pod-records"
 
 
-
-
-
 def faust_broker_url(bootstrap: str) -> str:
     return ";".join(f"kafka://{server.strip()}" for server in bootstrap.split(",") if server.strip())
 

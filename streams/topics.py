@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
@@ -13,6 +14,7 @@ from podledger.config import Settings
 from podledger.errors import UserError
 
 DAY_MS = 86_400_000
+TOPIC_ALREADY_EXISTS = 36  # Kafka protocol error code
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +86,7 @@ async def ensure_topics(settings: Settings) -> list[TopicChange]:
         missing = [name for name in wanted if name not in existing]
         changes: list[TopicChange] = []
         if missing:
-            await admin.create_topics(
+            response = await admin.create_topics(
                 [
                     NewTopic(
                         name,
@@ -95,7 +97,17 @@ async def ensure_topics(settings: Settings) -> list[TopicChange]:
                     for name in missing
                 ]
             )
-            changes += [TopicChange(name, "created") for name in missing]
+            for name, code, *rest in response.topic_errors:
+                if code == TOPIC_ALREADY_EXISTS:
+                    existing.add(name)  # created meanwhile, e.g. by a concurrent run: verify it below
+                elif code != 0:
+                    message = rest[0] if rest else ""
+                    raise UserError(f"creating topic {name} failed: error {code} {message or ''}".strip())
+                else:
+                    changes.append(TopicChange(name, "created"))
+        created = [c.topic for c in changes]
+        if created:
+            await _until(lambda: _topics_listed(admin, created), "new topics to appear in the metadata")
         present = [name for name in wanted if name in existing]
         if present:
             partitions = await topic_partitions(admin, present)
@@ -120,6 +132,10 @@ async def ensure_topics(settings: Settings) -> list[TopicChange]:
                         for name in to_alter
                     ]
                 )
+                await _until(
+                    lambda: _configs_match(admin, {n: wanted[n].configs() for n in to_alter}),
+                    "altered topic configs to take effect",
+                )
             for name in present:
                 if name in to_alter:
                     detail = ", ".join(f"{k}={v}" for k, v in to_alter[name].items())
@@ -129,6 +145,25 @@ async def ensure_topics(settings: Settings) -> list[TopicChange]:
         return sorted(changes, key=lambda c: c.topic)
     finally:
         await admin.close()
+
+
+async def _until(check: Callable[[], Awaitable[bool]], what: str, timeout: float = 30.0) -> None:
+    """Metadata changes reach the brokers asynchronously: wait until `check` sees them."""
+    try:
+        async with asyncio.timeout(timeout):
+            while not await check():
+                await asyncio.sleep(0.1)
+    except TimeoutError:
+        raise UserError(f"the broker did not confirm {what} within {timeout:.0f}s") from None
+
+
+async def _topics_listed(admin: AIOKafkaAdminClient, names: list[str]) -> bool:
+    return set(names) <= set(await admin.list_topics())
+
+
+async def _configs_match(admin: AIOKafkaAdminClient, wanted: dict[str, dict[str, str]]) -> bool:
+    current = await topic_configs(admin, list(wanted))
+    return all(current[name].get(k) == v for name, configs in wanted.items() for k, v in configs.items())
 
 
 async def topic_partitions(admin: AIOKafkaAdminClient, names: list[str]) -> dict[str, int]:

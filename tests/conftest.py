@@ -80,7 +80,10 @@ class PodledgerProcess:
         self._log = open(log_path, "wb")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "podledger.cli", *args],
-            env=env, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
         )
 
     def output(self) -> str:
@@ -99,7 +102,9 @@ class PodledgerProcess:
 
 
 @pytest.fixture
-def podledger_process(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Callable[..., PodledgerProcess]]:
+def podledger_process(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[Callable[..., PodledgerProcess]]:
     procs: list[PodledgerProcess] = []
 
     def start(args: list[str], env: dict[str, str] | None = None) -> PodledgerProcess:
@@ -138,8 +143,10 @@ def wait_for(
         except Exception as exc:  # the condition may raise until the system catches up
             last_error = exc
         time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what or check}" +
-                         (f" (last error: {last_error})" if last_error else ""))
+    raise AssertionError(
+        f"timed out after {timeout}s waiting for {what or check}"
+        + (f" (last error: {last_error})" if last_error else "")
+    )
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)

@@ -99,7 +99,14 @@ def test_pod_created_in_apiserver_gets_status_from_the_pipeline(
     # The fold wrote version 1 to pod-status (and the history), with its cause.
     [(p, key, value)] = asyncio.run(read_topic(settings, "pod-status", 1))
     vs = decode("pod-status", value)
-    assert (p, key, vs.uid, vs.version, vs.name, vs.node) == (partition, uid.encode(), uid, 1, name, settings.node)
+    assert (p, key, vs.uid, vs.version, vs.name, vs.node) == (
+        partition,
+        uid.encode(),
+        uid,
+        1,
+        name,
+        settings.node,
+    )
     assert vs.status["phase"] == "Pending"
     assert vs.cause.type == "pod-updates:ADD" and vs.cause.topic == "pod-updates"
     # ... and the RECONCILE of its own write did not make a second version.

@@ -1,0 +1,49 @@
+# podledger: `make demo` runs it on local Kafka and a local apiserver; `make test` runs every test.
+# Both install what is missing first: a virtualenv with the package and its test tools, the
+# Kafka jars (Maven), etcd and kube-apiserver (Go), all cached under ~/.cache/podledger.
+
+PYTHON ?= python3
+VENV ?= .venv
+CACHE ?= $(HOME)/.cache/podledger
+export PIP_CACHE_DIR ?= $(CACHE)/pip
+export PIP_DISABLE_PIP_VERSION_CHECK = 1
+BIN := $(VENV)/bin
+PYTEST_ARGS ?=
+
+.PHONY: demo test lint install fetch compose-tool clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "podledger needs Python >= 3.11: set PYTHON=python3.11")'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	@touch $@
+
+# The Kafka broker jars, etcd and kube-apiserver, resolved and built once into the cache.
+fetch: install
+	$(BIN)/podledger local fetch
+
+# A compose implementation to validate deploy/docker-compose.yml (no Docker engine needed).
+compose-tool:
+	@command -v docker-compose >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing docker-compose (Debian package) to validate deploy/docker-compose.yml"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker-compose >/dev/null; \
+	  else \
+	    echo "docker-compose is missing: install it (e.g. apt-get install docker-compose)" >&2; exit 1; \
+	  fi; }
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+test: install fetch compose-tool lint
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+demo: install
+	$(BIN)/podledger demo
+
+clean:
+	rm -rf $(VENV) *.egg-info .pytest_cache .ruff_cache

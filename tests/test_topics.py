@@ -1,0 +1,92 @@
+"""Issue 2, point 6: topics are created as DESIGN.md says, idempotently, on the real broker."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+
+import pytest
+
+from podledger.config import Settings
+from podledger.errors import UserError
+from podledger.streams.topics import TOPICS, describe, ensure_topics, start_admin, topic_configs
+
+pytestmark = pytest.mark.kafka
+
+EXPECTED_CLEANUP = {
+    "pod-updates": "delete",
+    "pleg": "delete",
+    "probe-results": "delete",
+    "pod-lifecycle": "delete",
+    "journal": "delete",
+    "pod-status": "compact",
+    "pod-status-history": "delete",
+    "pod-deletions": "delete",
+    "dead-letter": "delete",
+}
+
+
+def test_create_twice_then_read_configs_back(settings: Settings) -> None:
+    first = asyncio.run(ensure_topics(settings))
+    assert {c.topic: c.action for c in first} == {settings.topic(n): "created" for n in EXPECTED_CLEANUP}
+    second = asyncio.run(ensure_topics(settings))
+    assert {c.action for c in second} == {"unchanged"}
+
+    described = asyncio.run(describe(settings))
+    for spec in TOPICS:
+        info = described[settings.topic(spec.name)]
+        assert info["partitions"] == str(settings.partitions)
+        assert info["cleanup.policy"] == EXPECTED_CLEANUP[spec.name]
+        assert info["retention.ms"] == str(spec.retention_ms)
+    # Long retention for the audit trail, forever for the compacted latest-status table.
+    assert int(described[settings.topic("journal")]["retention.ms"]) >= 30 * 86_400_000
+    assert int(described[settings.topic("pod-status-history")]["retention.ms"]) >= 30 * 86_400_000
+    assert described[settings.topic("pod-status")]["retention.ms"] == "-1"
+
+
+def test_drifted_config_is_repaired(settings: Settings) -> None:
+    asyncio.run(ensure_topics(settings))
+
+    async def break_retention() -> None:
+        from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+
+        admin = await start_admin(settings)
+        try:
+            name = settings.topic("pleg")
+            await admin.alter_configs(
+                [ConfigResource(ConfigResourceType.TOPIC, name, {"retention.ms": "1000"})]
+            )
+            # The change reaches the broker's metadata asynchronously.
+            async with asyncio.timeout(30):
+                while (await topic_configs(admin, [name]))[name].get("retention.ms") != "1000":
+                    await asyncio.sleep(0.2)
+        finally:
+            await admin.close()
+
+    asyncio.run(break_retention())
+    changes = {c.topic: c for c in asyncio.run(ensure_topics(settings))}
+    assert changes[settings.topic("pleg")].action == "altered"
+    assert "retention.ms" in changes[settings.topic("pleg")].detail
+    assert asyncio.run(describe(settings))[settings.topic("pleg")]["retention.ms"] == str(7 * 86_400_000)
+    assert {c.action for c in asyncio.run(ensure_topics(settings))} == {"unchanged"}
+
+
+def test_partition_count_mismatch_is_refused(settings: Settings) -> None:
+    asyncio.run(ensure_topics(settings))
+    other = dataclasses.replace(settings, partitions=settings.partitions + 1)
+    with pytest.raises(UserError, match="co-partitioning"):
+        asyncio.run(ensure_topics(other))
+
+
+def test_cli_topics_create_prints_what_it_did(settings: Settings, podledger_process) -> None:
+    env = {
+        "PODLEDGER_BOOTSTRAP": settings.bootstrap,
+        "PODLEDGER_TOPIC_PREFIX": settings.topic_prefix,
+        "PODLEDGER_PARTITIONS": "2",
+    }
+    proc = podledger_process(["topics", "create"], env=env)
+    assert proc.proc.wait(60) == 0, proc.output()
+    assert proc.output().count("created") == len(TOPICS)
+    again = podledger_process(["topics", "create"], env=env)
+    assert again.proc.wait(60) == 0, again.output()
+    assert again.output().count("unchanged") == len(TOPICS)
