@@ -123,6 +123,8 @@ class ApiserverSource:
                         put(kind, obj)
                 backoff = 1.0
             except KubeError as exc:
+                if stop.is_set():
+                    return  # shutting down: the server closing our watch is expected
                 log.warning("pod watch failed (retrying in %.0fs): %s", backoff, exc)
                 if exc.status == 410:
                     resource_version = ""

@@ -8,7 +8,9 @@ never build the client's model classes. Calls are blocking; async callers use `a
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import quote
 
@@ -66,16 +68,54 @@ def load_api_client(kubeconfig: str = "") -> k8s.ApiClient:
     return k8s.ApiClient(configuration)
 
 
-class Kube:
-    """Raw-JSON access to the core/v1 resources podledger reads and writes."""
+class TokenBucket:
+    """client-go's token-bucket rate limiter: `qps` tokens a second, at most `burst` saved up."""
 
-    def __init__(self, api_client: k8s.ApiClient, *, timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        qps: float,
+        burst: int,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if qps <= 0 or burst < 1:
+            raise ValueError("qps must be > 0 and burst >= 1")
+        self.qps, self.burst = qps, burst
+        self._clock, self._sleep = clock, sleep
+        self._tokens = float(burst)
+        self._last = clock()
+        self._lock = threading.Lock()
+
+    def acquire(self) -> float:
+        """Take one token, waiting for it if none is left; returns the seconds waited."""
+        with self._lock:
+            now = self._clock()
+            self._tokens = min(self.burst, self._tokens + (now - self._last) * self.qps)
+            self._last = now
+            self._tokens -= 1.0
+            wait = -self._tokens / self.qps if self._tokens < 0 else 0.0
+        if wait > 0:
+            self._sleep(wait)
+        return wait
+
+
+class Kube:
+    """Raw-JSON access to the core/v1 resources podledger reads and writes.
+
+    Every request takes a token from one rate limiter, as every kubelet request does (its
+    kubeAPIQPS and kubeAPIBurst default to 50 and 100). Long-running watches do not count.
+    """
+
+    def __init__(
+        self, api_client: k8s.ApiClient, *, qps: float = 50.0, burst: int = 100, timeout: float = 30.0
+    ) -> None:
         self.api = api_client
         self.timeout = timeout
+        self.limiter = TokenBucket(qps, burst)
 
     @classmethod
-    def from_kubeconfig(cls, kubeconfig: str = "") -> Kube:
-        return cls(load_api_client(kubeconfig))
+    def from_kubeconfig(cls, kubeconfig: str = "", *, qps: float = 50.0, burst: int = 100) -> Kube:
+        return cls(load_api_client(kubeconfig), qps=qps, burst=burst)
 
     @property
     def server(self) -> str:
@@ -98,6 +138,8 @@ class Kube:
         timeout: float | None = None,
     ) -> Any:
         headers = {"Accept": "application/json", "Content-Type": content_type}
+        if not stream:
+            self.limiter.acquire()
         try:
             method, url, headers, body, _ = self.api.param_serialize(
                 method=method,

@@ -29,7 +29,10 @@ class KeyValueFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         ts = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
-        line = f"ts={ts}.{int(record.msecs):03d}Z level={record.levelname.lower()} logger={record.name} msg={json.dumps(record.getMessage())}"
+        line = (
+            f"ts={ts}.{int(record.msecs):03d}Z level={record.levelname.lower()} logger={record.name}"
+            f" msg={json.dumps(record.getMessage())}"
+        )
         if record.exc_info:
             line += " exc=" + json.dumps(self.formatException(record.exc_info))
         return line
@@ -41,6 +44,9 @@ def setup_logging(level: str) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
+    if root.level > logging.DEBUG:
+        # urllib3 warns on every retry; podledger logs the failure that matters once.
+        logging.getLogger("urllib3").setLevel(logging.ERROR)
 
 
 # --------------------------------------------------------------------------- settings
@@ -130,7 +136,7 @@ def cmd_local(args: argparse.Namespace) -> int:
         kafka, kube = localstack.running_kafka(), localstack.running_kube()
         print(f"kafka: {kafka.bootstrap if kafka else 'not running'}")
         print(
-            f"kube-apiserver: {kube.server + ' (kubeconfig ' + kube.kubeconfig + ')' if kube else 'not running'}"
+            "kube-apiserver: " + (f"{kube.server} (kubeconfig {kube.kubeconfig})" if kube else "not running")
         )
     return 0
 
@@ -150,7 +156,7 @@ def run_pipeline(
     pipeline = Pipeline(settings, fold="fold" in roles)
     kube: Kube | None = None
     if roles & {"source", "sink"}:
-        kube = Kube.from_kubeconfig(settings.kubeconfig)
+        kube = Kube.from_kubeconfig(settings.kubeconfig, qps=settings.sink_qps, burst=settings.sink_burst)
         version = kube.check()
         kube.ensure_node(settings.node)
         log.info("apiserver %s (%s), node %s", kube.server, version, settings.node)
@@ -251,7 +257,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         examples = _create_example_pods(kube, settings.node)
         print(
             "\npodledger demo\n"
-            f"  Kafka:       {bootstrap}   topics: {settings.topic_prefix}* ({settings.partitions} partitions)\n"
+            f"  Kafka:       {bootstrap}   topics: {settings.topic_prefix}*"
+            f" ({settings.partitions} partitions)\n"
             f"  apiserver:   {kube.server}   KUBECONFIG={kubeconfig}\n"
             f"  node:        {settings.node}   running: apiserver source, fold, sink\n"
             f"  pods:        {', '.join(examples) or 'none'} (from deploy/examples)\n"
@@ -281,13 +288,14 @@ def _create_example_pods(kube: Any, node: str) -> list[str]:
     for path in sorted(examples.glob("*.yaml")):
         pod = yaml.safe_load(path.read_text())
         pod.setdefault("spec", {})["nodeName"] = node
-        name = pod["metadata"]["name"]
+        # Named like the kubelet names static pods, so demos on several nodes never collide.
+        name = pod["metadata"]["name"] = f"{pod['metadata']['name']}-{node}"
         try:
             kube.create_pod(pod)
         except KubeError as exc:
             if not exc.conflict:
                 raise
-        created.append(f"default/{name}")
+        created.append(f"{pod['metadata'].get('namespace', 'default')}/{name}")
     return created
 
 
@@ -361,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except UserError as exc:
-        print(f"podledger: error: {exc}", file=sys.stderr)
+        print(f"podledger: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

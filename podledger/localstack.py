@@ -351,10 +351,40 @@ def start_kafka(workdir: Path, *, detached: bool = False, timeout: float = 120.0
     )
 
     def ready() -> bool:
-        return _port_open(port) and "Kafka Server started" in log_path.read_text(errors="replace")
+        return (
+            _port_open(port)
+            and "Kafka Server started" in log_path.read_text(errors="replace")
+            and _group_coordinator_ready(f"127.0.0.1:{port}")
+        )
 
     _wait_until(ready, pid, timeout, "the Kafka broker", log_path)
     return KafkaHandle(f"127.0.0.1:{port}", pid, str(workdir), str(log_path))
+
+
+def _group_coordinator_ready(bootstrap: str) -> bool:
+    """Ask for a group coordinator: on a new broker this creates __consumer_offsets, so the
+    first consumer group does not start with 'coordinator not available' errors."""
+    import asyncio
+
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    async def check() -> bool:
+        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=5000)
+        try:
+            await admin.start()
+            await admin.find_coordinator("podledger-startup-probe")
+            return True
+        except Exception:
+            return False
+        finally:
+            await admin.close()
+
+    client_log = logging.getLogger("aiokafka")
+    quiet, client_log.disabled = client_log.disabled, True
+    try:
+        return asyncio.run(check())
+    finally:
+        client_log.disabled = quiet
 
 
 # --------------------------------------------------------------------------- kube-apiserver

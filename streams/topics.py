@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -66,6 +67,8 @@ def admin_client(settings: Settings) -> AIOKafkaAdminClient:
 
 async def start_admin(settings: Settings) -> AIOKafkaAdminClient:
     admin = admin_client(settings)
+    client_log = logging.getLogger("aiokafka")
+    quiet, client_log.disabled = client_log.disabled, True  # our one-line error says it better
     try:
         await asyncio.wait_for(admin.start(), timeout=20)
     except (TimeoutError, KafkaConnectionError, KafkaError, OSError) as exc:
@@ -74,6 +77,8 @@ async def start_admin(settings: Settings) -> AIOKafkaAdminClient:
             f"cannot reach the Kafka broker at {settings.bootstrap!r} ({exc.__class__.__name__}):"
             " start it with 'podledger local up' or set PODLEDGER_BOOTSTRAP"
         ) from None
+    finally:
+        client_log.disabled = quiet
     return admin
 
 

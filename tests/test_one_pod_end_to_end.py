@@ -8,12 +8,12 @@ import uuid
 import orjson
 import pytest
 from aiokafka import AIOKafkaConsumer
-
 from podledger.agents.kube import Kube
-from podledger.config import Settings
-from podledger.partitioner import partition_for_node
 from podledger.schemas import decode
 from podledger.streams.topics import ensure_topics
+
+from podledger.config import Settings
+from podledger.partitioner import partition_for_node
 from tests.conftest import wait_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.kube]

@@ -10,7 +10,6 @@ from typing import Any
 import jsonschema
 import orjson
 import pytest
-
 from podledger.schemas import DecodeError, codec, decode, encode, models, schema
 
 POD = {

@@ -1,0 +1,133 @@
+"""The console script: --help everywhere, and one clear line (never a traceback) for what the
+user must fix: a malformed kubeconfig, an unreachable broker or apiserver, missing tools."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from podledger import localstack
+from podledger.cli import build_parser
+
+SUBCOMMANDS = ["run", "topics", "schema", "local", "demo"]
+
+
+def podledger(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("PODLEDGER_") and k != "KUBECONFIG"}
+    return subprocess.run(
+        [sys.executable, "-m", "podledger.cli", *args],
+        env={**base, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess[str], *needles: str) -> None:
+    assert result.returncode == 2, result.stdout + result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("podledger: error:"), result.stderr
+    errors = lines
+    for needle in needles:
+        assert needle in errors[0], errors[0]
+
+
+def test_parser_knows_every_subcommand() -> None:
+    parser = build_parser()
+    choices = next(a for a in parser._actions if a.dest == "command").choices
+    assert set(choices) == set(SUBCOMMANDS)
+
+
+@pytest.mark.parametrize("sub", [None, *SUBCOMMANDS])
+def test_help_on_every_subcommand(sub: str | None) -> None:
+    result = podledger(*([sub] if sub else []), "--help")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("usage: podledger" + (f" {sub}" if sub else ""))
+
+
+def test_schema_command_prints_a_topic_schema() -> None:
+    result = podledger("schema", "pod-status")
+    assert result.returncode == 0
+    assert '"$id": "podledger/pod-status/v1"' in result.stdout
+
+
+def test_malformed_kubeconfig(tmp_path: Path) -> None:
+    bad = tmp_path / "kubeconfig"
+    bad.write_text("apiVersion: v1\nclusters: [ {unclosed\n")
+    result = podledger("run", "--bootstrap", "127.0.0.1:1", env={"KUBECONFIG": str(bad)})
+    assert_one_line_error(result, str(bad))
+
+
+def test_kubeconfig_without_a_cluster(tmp_path: Path) -> None:
+    bad = tmp_path / "kubeconfig"
+    bad.write_text("apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n")
+    result = podledger("run", "--bootstrap", "127.0.0.1:1", env={"KUBECONFIG": str(bad)})
+    assert_one_line_error(result, "kubeconfig", "KUBECONFIG")
+
+
+def test_missing_kubeconfig_file(tmp_path: Path) -> None:
+    result = podledger("run", "--bootstrap", "127.0.0.1:1", env={"KUBECONFIG": str(tmp_path / "nope")})
+    assert_one_line_error(result, "does not exist")
+
+
+def test_unreachable_apiserver(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    ca = tmp_path / "ca.crt"
+    ca.write_text("")
+    localstack.write_kubeconfig(kubeconfig, f"https://127.0.0.1:{localstack.free_port()}", ca, "token")
+    result = podledger("run", "--bootstrap", "127.0.0.1:1", env={"KUBECONFIG": str(kubeconfig)})
+    assert_one_line_error(result, "cannot reach the apiserver", "KUBECONFIG")
+
+
+def test_unreachable_broker() -> None:
+    port = localstack.free_port()
+    result = podledger("topics", "create", "--bootstrap", f"127.0.0.1:{port}", timeout=60)
+    assert_one_line_error(result, "cannot reach the Kafka broker", f"127.0.0.1:{port}", "PODLEDGER_BOOTSTRAP")
+
+
+def test_no_broker_configured() -> None:
+    assert_one_line_error(podledger("topics", "create"), "PODLEDGER_BOOTSTRAP")
+
+
+def test_bad_number_in_environment() -> None:
+    assert_one_line_error(
+        podledger("topics", "create", env={"PODLEDGER_PARTITIONS": "many"}), "PODLEDGER_PARTITIONS"
+    )
+
+
+def _path_with(tmp_path: Path, *tools: str) -> str:
+    """A PATH holding only `tools` (and the Python running the tests)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    for tool in tools:
+        found = shutil.which(tool)
+        assert found, f"{tool} is needed on this machine for this test"
+        (bin_dir / tool).symlink_to(found)
+    return str(bin_dir)
+
+
+@pytest.mark.parametrize(
+    ("present", "missing"),
+    [((), "java"), (("java",), "mvn")],
+)
+def test_missing_java_or_maven(tmp_path: Path, present: tuple[str, ...], missing: str) -> None:
+    env = {"PATH": _path_with(tmp_path, *present), "PODLEDGER_CACHE": str(tmp_path / "cache")}
+    assert_one_line_error(
+        podledger("local", "fetch", "--no-kube", env=env), f"{missing} is not installed", "install"
+    )
+
+
+def test_missing_go(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    # Kafka's jars are already there; etcd and kube-apiserver would need Go.
+    shutil.copytree(localstack.fetch_kafka().parent, cache / localstack.fetch_kafka().parent.name)
+    env = {"PATH": _path_with(tmp_path, "java", "mvn"), "PODLEDGER_CACHE": str(cache)}
+    assert_one_line_error(podledger("local", "fetch", env=env), "go is not installed", "install Go")

@@ -1,0 +1,56 @@
+"""Issue 2, points 4 and 9: `podledger demo` on the broker and apiserver the user names, with
+clear output, stopping cleanly on SIGTERM and on Ctrl-C (SIGINT)."""
+
+from __future__ import annotations
+
+import signal
+
+import pytest
+from podledger.agents.kube import Kube
+
+from tests.conftest import wait_for
+
+pytestmark = [pytest.mark.kafka, pytest.mark.kube]
+
+
+@pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT])
+def test_demo_uses_the_given_broker_and_cluster_and_stops_cleanly(
+    kafka_bootstrap: str,
+    kubeconfig: str,
+    topic_prefix: str,
+    node_name: str,
+    podledger_process,
+    stop_signal: int,
+) -> None:
+    proc = podledger_process(
+        ["demo"],
+        env={
+            "PODLEDGER_BOOTSTRAP": kafka_bootstrap,
+            "KUBECONFIG": kubeconfig,
+            "PODLEDGER_TOPIC_PREFIX": topic_prefix,
+            "PODLEDGER_NODE": node_name,
+            "PODLEDGER_PARTITIONS": "2",
+        },
+    )
+    pod_name = f"hello-{node_name}"
+    line = wait_for(
+        lambda: next((ln for ln in proc.output().splitlines() if f"default/{pod_name}  v1" in ln), None),
+        timeout=120,
+        what="the demo to print version 1 of its example pod",
+        alive=proc,
+    )
+    assert "Pending" in line and "PodScheduled=True" in line and "pod-updates:ADD" in line
+    out = proc.output()
+    # It says what runs where, and how to stop it; it started nothing of its own.
+    assert f"Kafka:       {kafka_bootstrap}" in out and f"KUBECONFIG={kubeconfig}" in out
+    assert f"topics: {topic_prefix}*" in out and "Ctrl-C" in out
+    assert "starting a local" not in out
+    # The example pod's status reached the apiserver through the sink.
+    kube = Kube.from_kubeconfig(kubeconfig)
+    wait_for(
+        lambda: kube.get_pod("default", pod_name)["status"].get("conditions"), timeout=30, what="sink write"
+    )
+
+    assert proc.stop(stop_signal) == 0, proc.output()
+    assert "Traceback" not in proc.output()
+    assert proc.output().rstrip().endswith("podledger demo: stopped")
