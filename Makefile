@@ -14,11 +14,11 @@ PYTEST_ARGS ?=
 
 install: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml deploy/constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "podledger needs Python >= 3.11: set PYTHON=python3.11")'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -c deploy/constraints.txt -e '.[test]'
 	@touch $@
 
 # The Kafka broker jars, etcd and kube-apiserver, resolved and built once into the cache.

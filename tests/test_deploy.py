@@ -77,7 +77,8 @@ def test_dockerfile_installs_the_package_the_tests_install() -> None:
     copied = set(re.findall(r"^COPY (\S+) \./\1$", dockerfile, re.M))
     assert package_dirs <= copied, package_dirs - copied
     assert re.search(r"^COPY pyproject.toml README.md \./$", dockerfile, re.M)
-    assert re.search(r"pip install \.(\s|$)", dockerfile)
+    assert re.search(r"pip install -c deploy/constraints.txt \.(\s|$)", dockerfile)
+    assert "-c deploy/constraints.txt -e '.[test]'" in (ROOT / "Makefile").read_text()
     assert re.search(r'^ENTRYPOINT \["podledger"\]', dockerfile, re.M)
     assert "podledger" in project["project"]["scripts"]
 
