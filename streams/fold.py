@@ -4,11 +4,16 @@ Both drivers call `fold_event`: the Faust agent (streams/app.py) live, and `podl
 offline over a journal. The step never reads a clock or Kafka; time is the event's own.
 
 A pod record is a plain dict:
-    uid, namespace, name, node   identity
-    pod                          the desired pod from pod-updates
-    source                       the config source that announced it
-    status, version              the cached versioned status (None / 0 before the first)
-    applied                      {topic: highest offset applied}: replays and redeliveries skip
+    uid, namespace, name, node, source    identity
+    pod           the desired pod from pod-updates (its status is what the API last reported)
+    runtime       the latest runtime snapshot from pleg (None before the first)
+    probes        {container: {probe: {container_id, result}}} from probe-results
+    reasons       {container: {reason, message}}: the pod worker's last sync errors (reason cache)
+    terminating   the pod worker started terminating the pod
+    terminated    the pod worker terminated it (no container can run any more)
+    finished      TerminatePod ran: the sink may delete the pod once its API phase is terminal
+    status, version   the cached versioned status (None / 0 before the first)
+    applied       {topic: highest offset applied}: redeliveries and replays are skipped
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from podledger.schemas import models
+from podledger.schemas import models, to_dict
 from podledger.streams import status as status_gen
 from podledger.streams import status_manager
 
@@ -49,69 +54,120 @@ def rfc3339(ts_ms: int) -> str:
 
 def event_type(topic: str, event: Any) -> str:
     """`<topic>:<what happened>`, the cause recorded on the journal and on each version."""
-    detail = {
-        "pod-updates": lambda e: e.op,
-        "pleg": lambda e: e.type,
-        "probe-results": lambda e: f"{e.probe}={e.result}",
-        "pod-lifecycle": lambda e: e.kind,
-    }[topic](event)
-    return f"{topic}:{detail}"
+    if topic == "pod-updates":
+        return f"{topic}:{event.op}"
+    if topic == "pleg":
+        return f"{topic}:{event.type}"
+    if topic == "probe-results":
+        return f"{topic}:{event.probe}={event.result}"
+    return f"{topic}:{event.kind}"
 
 
-def event_uid(topic: str, event: Any) -> str:
-    return event.uid if topic != "pod-updates" else str(event.pod["metadata"]["uid"])
+def new_record(update: models.PodUpdate) -> JSONDict:
+    meta = update.pod["metadata"]
+    return {
+        "uid": update.uid,
+        "namespace": meta.get("namespace") or "default",
+        "name": meta["name"],
+        "node": update.node,
+        "source": update.source,
+        "pod": update.pod,
+        "runtime": None,
+        "probes": {},
+        "reasons": {},
+        "terminating": False,
+        "terminated": False,
+        "finished": False,
+        "status": None,
+        "version": 0,
+        "applied": {},
+    }
 
 
 def fold_event(record: JSONDict | None, at: Coordinates, event: Any) -> tuple[JSONDict | None, list[Output]]:
     """Apply one decoded input event to the pod's record."""
-    uid = event_uid(at.topic, event)
+    uid = event.uid
     if record is not None and record["applied"].get(at.topic, -1) >= at.offset:
-        return record, []  # already applied: a redelivery after a crash or a replay
+        return record, []  # already applied: a redelivery after a crash, or a replay
     kind = event_type(at.topic, event)
+    if record is None and at.topic != "pod-updates":
+        return None, [_dead_letter_unknown_pod(uid, at)]
     journal = Output(
-        "journal",
-        uid,
-        models.JournalEntry(kind, at.topic, at.partition, at.offset, at.ts_ms, _event_dict(event)),
+        "journal", uid, models.JournalEntry(kind, at.topic, at.partition, at.offset, at.ts_ms, to_dict(event))
     )
-    if at.topic != "pod-updates":
-        if record is None:
-            return None, [_dead_letter_unknown_pod(uid, at)]
-        record = {**record, "applied": {**record["applied"], at.topic: at.offset}}
-        return record, [journal]
-
-    if event.op == "REMOVE":
+    if at.topic == "pod-updates" and event.op == "REMOVE":
         # The pod left the node's config: compacted topics forget it.
         return None, [journal, Output("pod-status", uid, None)]
 
-    pod = event.pod
-    meta = pod["metadata"]
-    if record is None:
-        record = {
-            "uid": uid,
-            "namespace": meta.get("namespace") or "default",
-            "name": meta["name"],
-            "node": event.node,
-            "source": event.source,
-            "status": None,
-            "version": 0,
-            "applied": {},
+    record = dict(new_record(event) if record is None else record)
+    record["applied"] = {**record["applied"], at.topic: at.offset}
+    terminate = False
+    if at.topic == "pod-updates":
+        record["pod"] = event.pod
+    elif at.topic == "pleg":
+        record["runtime"] = event.runtime
+    elif at.topic == "probe-results":
+        container = dict(record["probes"].get(event.container_name) or {})
+        container[event.probe] = {"container_id": event.container_id, "result": event.result}
+        record["probes"] = {**record["probes"], event.container_name: container}
+    elif event.kind == "sync_result":
+        record["reasons"] = {
+            r["container"]: {"reason": r["reason"], "message": r.get("message", "")}
+            for r in event.sync_results
         }
-    record = {**record, "pod": pod, "applied": {**record["applied"], at.topic: at.offset}}
+    elif event.kind == "terminating":
+        record["terminating"] = True
+    else:  # terminated
+        record["terminating"] = record["terminated"] = True
+        terminate = True
+
     outputs = [journal]
     now = rfc3339(at.ts_ms)
-    generated = status_gen.generate_api_status(pod, record["status"], now)
-    deleting = bool(meta.get("deletionTimestamp"))
-    changed = status_manager.set_pod_status(
-        record["status"], record["version"], generated, now, force=deleting
-    )
-    if changed is not None:
-        status, version = changed
-        record = {**record, "status": status, "version": version}
-        outputs += _publish_version(record, kind, at, deleting)
+    record = _set_status(record, kind, at, now, outputs, pod_is_terminal=record["terminated"])
+    if terminate:
+        terminated = status_manager.terminate_pod_status(record["pod"], record["status"])
+        if not status_gen.is_static(record["pod"]):
+            record["finished"] = True  # sticky; static pods are never finished this way
+        record = _store(record, terminated, kind, at, now, outputs, force=True)
     return record, outputs
 
 
-def _publish_version(record: JSONDict, kind: str, at: Coordinates, deleting: bool) -> list[Output]:
+def _set_status(
+    record: JSONDict, kind: str, at: Coordinates, now: str, outputs: list[Output], *, pod_is_terminal: bool
+) -> JSONDict:
+    generated = status_gen.generate_api_status(
+        record["pod"],
+        record["status"],
+        record["runtime"],
+        probes=record["probes"],
+        reasons=record["reasons"],
+        pod_is_terminal=pod_is_terminal,
+    )
+    deleting = bool(record["pod"]["metadata"].get("deletionTimestamp"))
+    return _store(record, generated, kind, at, now, outputs, force=deleting)
+
+
+def _store(
+    record: JSONDict,
+    new: JSONDict,
+    kind: str,
+    at: Coordinates,
+    now: str,
+    outputs: list[Output],
+    *,
+    force: bool,
+) -> JSONDict:
+    update = status_manager.set_pod_status(
+        record["pod"], record["status"], record["version"], new, now, force=force
+    )
+    if update.status is None:
+        return record
+    record = {**record, "status": update.status, "version": update.version}
+    outputs += _publish_version(record, kind, at)
+    return record
+
+
+def _publish_version(record: JSONDict, kind: str, at: Coordinates) -> list[Output]:
     value = models.VersionedPodStatus(
         uid=record["uid"],
         namespace=record["namespace"],
@@ -119,11 +175,11 @@ def _publish_version(record: JSONDict, kind: str, at: Coordinates, deleting: boo
         node=record["node"],
         version=record["version"],
         status=record["status"],
-        could_have_running_containers=True,
-        finished=False,
-        static=record["source"] != "api",
+        could_have_running_containers=not record["terminated"],
+        finished=record["finished"],
+        static=status_gen.is_static(record["pod"]) or record["source"] != "api",
         mirror_uid=None,
-        deleting=deleting,
+        deleting=bool(record["pod"]["metadata"].get("deletionTimestamp")),
         cause=models.Cause(kind, at.topic, at.partition, at.offset, at.ts_ms),
         ts_ms=at.ts_ms,
     )
@@ -145,9 +201,3 @@ def _dead_letter_unknown_pod(uid: str, at: Coordinates) -> Output:
             at.ts_ms,
         ),
     )
-
-
-def _event_dict(event: Any) -> JSONDict:
-    from podledger.schemas import to_dict
-
-    return to_dict(event)

@@ -1,55 +1,270 @@
-"""Pure status-manager rules (the kubelet's pkg/kubelet/status) over plain dicts.
+"""Pure status-manager rules (the kubelet's pkg/kubelet/status) over plain dicts (spec §5).
 
-`set_pod_status` is updateStatusInternal: it keeps condition transition times, fixes startTime,
-and bumps the version only when the kubelet-owned view of the status changed (or when forced,
-as for a pod being deleted). Walking-skeleton subset; checkContainerStateTransition and
-normalizeStatus arrive with the fold issue (spec §5).
+`set_pod_status` is updateStatusInternal: it refuses illegal container state transitions,
+keeps condition transition times and startTime, normalizes, and bumps the version only when the
+kubelet-owned view of the status changed (or when forced, as for a pod being deleted).
+`terminate_pod_status` is TerminatePod's status rewrite. No I/O, no clock.
 """
 
 from __future__ import annotations
 
+import copy
+import re
+from dataclasses import dataclass
 from typing import Any
 
-from podledger.streams.status import KUBELET_OWNED_CONDITIONS
+from podledger.streams.status import (
+    GONE_WHEN_TERMINATED,
+    KUBELET_OWNED_CONDITIONS,
+    SHARED_CONDITIONS,
+    STATUS_UNKNOWN_REASON,
+    TERMINAL_PHASES,
+    UNKNOWN_EXIT_CODE,
+    is_sidecar,
+    is_static,
+    last_terminated,
+    restart_policy,
+    state_of,
+)
 
 JSONDict = dict[str, Any]
 
 # Conditions whose lastTransitionTime the status manager maintains (spec R5.2 step 3).
-TRANSITION_TIMED = KUBELET_OWNED_CONDITIONS | {"DisruptionTarget", "PodHasNetwork"}
-SHARED_CONDITIONS = frozenset({"DisruptionTarget"})
+TRANSITION_TIMED = KUBELET_OWNED_CONDITIONS | SHARED_CONDITIONS | {"PodHasNetwork"}
+MAX_TERMINATION_MESSAGE_BYTES = 12288  # MaxPodTerminationMessageLogLength
+_FRACTION = re.compile(r"\.\d+(?=Z|[+-]\d\d:\d\d$)")
+
+
+# --------------------------------------------------------------------------- checkContainerStateTransition
+
+
+def check_container_state_transition(old: JSONDict, new: JSONDict, pod: JSONDict) -> str | None:
+    """The error that makes the status manager drop an update, or None (spec R5.3)."""
+    policy = restart_policy(pod)
+    if policy == "Always":
+        return None
+
+    def may_not_restart(status: JSONDict) -> bool:
+        if state_of(status) != "terminated":
+            return False
+        code = int(status["state"]["terminated"].get("exitCode", 0))
+        return not (code != 0 and policy == "OnFailure")
+
+    new_regular = {s["name"]: s for s in new.get("containerStatuses") or []}
+    for status in old.get("containerStatuses") or []:
+        if may_not_restart(status) and state_of(new_regular.get(status["name"], status)) != "terminated":
+            return (
+                f"terminated container {status['name']} attempted illegal transition to non-terminated state"
+            )
+
+    spec_init = (pod.get("spec") or {}).get("initContainers") or []
+    old_init = old.get("initContainerStatuses") or []
+    new_init = {s["name"]: s for s in new.get("initContainerStatuses") or []}
+    for i, status in enumerate(old_init):
+        if i >= len(spec_init) or spec_init[i]["name"] != status["name"]:
+            return f"found mismatch between pod spec and status, container: {status['name']}"
+        if is_sidecar(spec_init[i]):
+            continue
+        if may_not_restart(status) and state_of(new_init.get(status["name"], status)) != "terminated":
+            return (
+                f"terminated init container {status['name']} attempted illegal transition"
+                " to non-terminated state"
+            )
+    return None
+
+
+# --------------------------------------------------------------------------- normalizeStatus
+
+
+def truncate_time(value: Any) -> Any:
+    """RFC 3339 to whole seconds, as the apiserver stores times."""
+    return _FRACTION.sub("", value) if isinstance(value, str) else value
+
+
+def _truncate_bytes(text: str, limit: int) -> str:
+    raw = text.encode()
+    # Cut on bytes like the kubelet; drop a character the cut split rather than emit invalid UTF-8.
+    return text if len(raw) <= limit else raw[:limit].decode(errors="ignore")
+
+
+def normalize_status(pod: JSONDict, status: JSONDict) -> JSONDict:
+    """A copy with messages cut to the byte budget, times in seconds, statuses sorted (R5.4)."""
+    status = copy.deepcopy(status)
+    spec = pod.get("spec") or {}
+    count = sum(len(spec.get(k) or []) for k in ("containers", "initContainers", "ephemeralContainers"))
+    budget = MAX_TERMINATION_MESSAGE_BYTES // count if count > 0 else MAX_TERMINATION_MESSAGE_BYTES
+
+    for key in ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses"):
+        for cs in status.get(key) or []:
+            for which in ("state", "lastState"):
+                state = cs.get(which) or {}
+                terminated = state.get("terminated")
+                if terminated:
+                    if isinstance(terminated.get("message"), str):
+                        terminated["message"] = _truncate_bytes(terminated["message"], budget)
+                    for t in ("startedAt", "finishedAt"):
+                        if t in terminated:
+                            terminated[t] = truncate_time(terminated[t])
+                running = state.get("running")
+                if running and "startedAt" in running:
+                    running["startedAt"] = truncate_time(running["startedAt"])
+    if "startTime" in status:
+        status["startTime"] = truncate_time(status["startTime"])
+    for cond in status.get("conditions") or []:
+        for t in ("lastProbeTime", "lastTransitionTime"):
+            if t in cond:
+                cond[t] = truncate_time(cond[t])
+
+    for key in ("containerStatuses", "ephemeralContainerStatuses"):
+        if status.get(key):
+            status[key] = sorted(status[key], key=lambda s: s["name"])
+    if status.get("initContainerStatuses"):
+        order = {c["name"]: i for i, c in enumerate(spec.get("initContainers") or [])}
+        status["initContainerStatuses"] = sorted(
+            status["initContainerStatuses"], key=lambda s: order.get(s["name"], len(order))
+        )
+    return status
+
+
+# --------------------------------------------------------------------------- isPodStatusByKubeletEqual
+
+
+def _semantic(value: Any) -> Any:
+    """Go's semantic equality treats a missing field, null and an empty list or map alike."""
+    if isinstance(value, dict):
+        pruned = {k: _semantic(v) for k, v in value.items()}
+        return {k: v for k, v in pruned.items() if v not in (None, "", [], {})}
+    if isinstance(value, list):
+        return [_semantic(v) for v in value]
+    return value
+
+
+def is_pod_status_by_kubelet_equal(old: JSONDict, new: JSONDict) -> bool:
+    """Spec R5.5: owned and shared conditions of `new` match `old` (times ignored), and the
+    rest of the status is semantically equal. Conditions only in `old` do not count."""
+    old_conditions = {c.get("type"): c for c in old.get("conditions") or []}
+    for cond in new.get("conditions") or []:
+        if cond.get("type") in KUBELET_OWNED_CONDITIONS or cond.get("type") in SHARED_CONDITIONS:
+            before = old_conditions.get(cond["type"])
+            if before is None or any(
+                before.get(k, "") != cond.get(k, "") for k in ("status", "reason", "message")
+            ):
+                return False
+    return _semantic({**old, "conditions": new.get("conditions")}) == _semantic(new)
+
+
+# --------------------------------------------------------------------------- updateStatusInternal
 
 
 def update_last_transition_times(old: JSONDict | None, new: JSONDict, now: str) -> None:
-    old_by_type = {c["type"]: c for c in (old or {}).get("conditions") or []}
+    """In place: a condition keeps its old time while its status stays; otherwise `now`."""
+    old_by_type = {c.get("type"): c for c in (old or {}).get("conditions") or []}
     for cond in new.get("conditions") or []:
         if cond.get("type") not in TRANSITION_TIMED:
             continue
+        cond.setdefault("lastProbeTime", None)
         previous = old_by_type.get(cond["type"])
-        if previous is not None and previous.get("status") == cond.get("status"):
-            cond["lastTransitionTime"] = previous.get("lastTransitionTime")
+        if (
+            previous is not None
+            and previous.get("status") == cond.get("status")
+            and previous.get("lastTransitionTime")
+        ):
+            cond["lastTransitionTime"] = previous["lastTransitionTime"]
         else:
             cond["lastTransitionTime"] = now
 
 
-def is_pod_status_by_kubelet_equal(old: JSONDict, new: JSONDict) -> bool:
-    """Spec R5.5: owned conditions of `new` match `old` (times ignored), then the rest is equal."""
-    old_conditions = {c["type"]: c for c in old.get("conditions") or []}
-    for cond in new.get("conditions") or []:
-        if cond.get("type") in KUBELET_OWNED_CONDITIONS or cond.get("type") in SHARED_CONDITIONS:
-            before = old_conditions.get(cond["type"])
-            if before is None or any(before.get(k) != cond.get(k) for k in ("status", "reason", "message")):
-                return False
-    return {**old, "conditions": new.get("conditions")} == new
+@dataclass(frozen=True, slots=True)
+class StatusUpdate:
+    """What updateStatusInternal decided: a new version, nothing new, or an illegal update."""
+
+    status: JSONDict | None  # the status to cache under `version`; None when nothing changes
+    version: int
+    dropped: str | None = None  # why the update was refused (checkContainerStateTransition)
 
 
 def set_pod_status(
-    cached: JSONDict | None, version: int, new: JSONDict, now: str, *, force: bool = False
-) -> tuple[JSONDict, int] | None:
-    """The status to cache and its version, or None when nothing changed (no new version)."""
-    status = dict(new)
-    update_last_transition_times(cached, status, now)
-    old_start = (cached or {}).get("startTime")
-    status["startTime"] = old_start or status.get("startTime") or now
+    pod: JSONDict,
+    cached: JSONDict | None,
+    version: int,
+    new: JSONDict,
+    now: str,
+    *,
+    force: bool = False,
+) -> StatusUpdate:
+    """updateStatusInternal (R5.2) for a freshly generated status `new`."""
+    old = cached if cached is not None else (pod.get("status") or {})
+    error = check_container_state_transition(old, new, pod)
+    if error is not None:
+        return StatusUpdate(None, version, error)
+    status = copy.deepcopy(new)
+    update_last_transition_times(old, status, now)
+    if old.get("startTime"):
+        status["startTime"] = old["startTime"]
+    elif not status.get("startTime"):
+        status["startTime"] = now
+    status = normalize_status(pod, status)
     if cached is not None and not force and is_pod_status_by_kubelet_equal(cached, status):
-        return None
-    return status, version + 1
+        return StatusUpdate(None, version)
+    return StatusUpdate(status, version + 1)
+
+
+# --------------------------------------------------------------------------- TerminatePod
+
+
+def _unknown_terminated() -> JSONDict:
+    return {
+        "terminated": {
+            "exitCode": UNKNOWN_EXIT_CODE,
+            "reason": STATUS_UNKNOWN_REASON,
+            "message": GONE_WHEN_TERMINATED,
+        }
+    }
+
+
+def has_pod_initialized(pod: JSONDict) -> bool:
+    """From the API status: has the pod ever got past its init containers?"""
+    spec = pod.get("spec") or {}
+    init_spec = spec.get("initContainers") or []
+    if not init_spec:
+        return True
+    api = pod.get("status") or {}
+    for cs in api.get("containerStatuses") or []:
+        if last_terminated(cs) or state_of(cs) != "waiting":
+            return True
+    init = api.get("initContainerStatuses") or []
+    if init:
+        i = len(init) - 1
+        if i >= len(init_spec) or init_spec[i]["name"] != init[i]["name"]:
+            return False
+        last = init[i]
+        if is_sidecar(init_spec[i]):
+            return state_of(last) == "running" and bool(last.get("started"))
+        for which in ("state", "lastState"):
+            terminated = (last.get(which) or {}).get("terminated")
+            if terminated and int(terminated.get("exitCode", 0)) == 0:
+                return True
+    return False
+
+
+def initialized_containers(statuses: list[JSONDict]) -> list[JSONDict]:
+    """The prefix up to the last init container that ever tried to start (at least the first)."""
+    for i in range(len(statuses) - 1, -1, -1):
+        if state_of(statuses[i]) != "waiting" or last_terminated(statuses[i]):
+            return statuses[: i + 1]
+    return statuses[:1]
+
+
+def terminate_pod_status(pod: JSONDict, cached: JSONDict | None) -> JSONDict:
+    """TerminatePod (R5.7): every container gets a terminated state, the phase a terminal one."""
+    status = copy.deepcopy(cached if cached is not None else (pod.get("status") or {}))
+    if has_pod_initialized(pod):
+        for cs in status.get("containerStatuses") or []:
+            if state_of(cs) != "terminated":
+                cs["state"] = _unknown_terminated()
+    for cs in initialized_containers(status.get("initContainerStatuses") or []):
+        if state_of(cs) != "terminated":
+            cs["state"] = _unknown_terminated()
+    if not is_static(pod) and status.get("phase") not in TERMINAL_PHASES:
+        status["phase"] = "Failed"
+    return status

@@ -36,14 +36,28 @@ def test_add_writes_version_one_pending_and_scheduled() -> None:
     vs = outputs[1].value
     assert outputs[1].key == "u-1" and vs.version == 1 and vs.uid == "u-1"
     assert vs.status["phase"] == "Pending"
+    t = "2025-11-21T04:40:00Z"
+    unready = {"reason": "ContainersNotReady", "message": "containers with unready status: [c]"}
     assert vs.status["conditions"] == [
         {
-            "type": "PodScheduled",
-            "status": "True",
+            "type": "PodReadyToStartContainers",
+            "status": "False",
             "lastProbeTime": None,
-            "lastTransitionTime": "2025-11-21T04:40:00Z",
-        }
+            "lastTransitionTime": t,
+        },
+        {"type": "Initialized", "status": "True", "lastProbeTime": None, "lastTransitionTime": t},
+        {"type": "Ready", "status": "False", **unready, "lastProbeTime": None, "lastTransitionTime": t},
+        {
+            "type": "ContainersReady",
+            "status": "False",
+            **unready,
+            "lastProbeTime": None,
+            "lastTransitionTime": t,
+        },
+        {"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": t},
     ]
+    [cs] = vs.status["containerStatuses"]
+    assert cs["state"] == {"waiting": {"reason": "ContainerCreating"}} and cs["ready"] is False
     assert vs.status["startTime"] == "2025-11-21T04:40:00Z"
     assert vs.cause == models.Cause("pod-updates:ADD", "pod-updates", 2, 10, T0)
     assert record is not None and record["version"] == 1 and record["applied"] == {"pod-updates": 10}
@@ -63,7 +77,7 @@ def test_a_pod_being_deleted_always_gets_a_new_version_with_old_times_kept() -> 
     record, outputs = fold_event(record, at(11, T0 + 60_000), update("DELETE", deleting))
     vs = outputs[1].value
     assert vs.version == 2 and vs.deleting
-    assert vs.status["conditions"][0]["lastTransitionTime"] == "2025-11-21T04:40:00Z"
+    assert {c["lastTransitionTime"] for c in vs.status["conditions"]} == {"2025-11-21T04:40:00Z"}
     assert vs.status["startTime"] == "2025-11-21T04:40:00Z"
 
 
@@ -98,4 +112,4 @@ def test_terminal_api_phase_is_never_left() -> None:
     status = outputs[1].value.status
     assert status["phase"] == "Failed"
     # A condition the kubelet does not own is carried over from the API status.
-    assert [c["type"] for c in status["conditions"]] == ["Custom", "PodScheduled"]
+    assert [c["type"] for c in status["conditions"]][:1] == ["Custom"]
