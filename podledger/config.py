@@ -33,6 +33,9 @@ class Settings:
     replication_factor: int = 1  # raise to 3 on a real cluster
     app_id: str = ""  # Faust application id; defaults to "<topic_prefix>fold"
     max_event_bytes: int = 1_048_576
+    fold_batch_size: int = 500  # events folded per batch (outputs acknowledged once per batch)
+    fold_batch_ms: int = 20  # longest wait to fill a batch
+    session_timeout_ms: int = 10_000  # a worker that stops heartbeating loses its partitions after this
     sink_qps: float = 50.0
     sink_burst: int = 100
     log_level: str = "warning"

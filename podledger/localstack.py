@@ -87,6 +87,20 @@ def _run_build(cmd: list[str], cwd: Path, what: str, env: dict[str, str] | None 
 # --------------------------------------------------------------------------- artifacts
 
 
+@contextlib.contextmanager
+def _cache_lock(name: str) -> Iterator[None]:
+    """Serialize one artifact's fetch or build across processes (parallel test runs)."""
+    import fcntl
+
+    lock_path = cache_dir() / f".{name}.lock"
+    with open(lock_path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def kafka_version() -> str:
     pom = _deploy_file("kafka", "pom.xml").read_text()
     match = re.search(r"<kafka.version>([^<]+)</kafka.version>", pom)
@@ -101,6 +115,13 @@ def fetch_kafka() -> Path:
     libs = cache_dir() / f"kafka-{version}" / "libs"
     if (libs / ".complete").exists():
         return libs
+    with _cache_lock(f"kafka-{version}"):
+        if not (libs / ".complete").exists():
+            _resolve_kafka(version, libs)
+    return libs
+
+
+def _resolve_kafka(version: str, libs: Path) -> None:
     _need("java", "install a Java 17 runtime (e.g. apt-get install openjdk-17-jre-headless)")
     mvn = _need("mvn", "install Apache Maven (e.g. apt-get install maven)")
     shutil.rmtree(libs, ignore_errors=True)
@@ -121,7 +142,6 @@ def fetch_kafka() -> Path:
         f"resolving Apache Kafka {version} with Maven",
     )
     (libs / ".complete").write_text(version)
-    return libs
 
 
 def _go_module_version(module_dir: Path, module: str) -> str:
@@ -137,9 +157,16 @@ def _go_binary(name: str, module_dir: Path, module: str, package: str, ldflags: 
     binary = cache_dir() / "bin" / f"{name}-{version}"
     if binary.exists():
         return binary
+    with _cache_lock(binary.name):
+        if not binary.exists():
+            _go_build(name, version, binary, module_dir, package, ldflags)
+    return binary
+
+
+def _go_build(name: str, version: str, binary: Path, module_dir: Path, package: str, ldflags: str) -> None:
     go = _need("go", "install Go 1.24 or newer (https://go.dev/doc/install) and put it on PATH")
     binary.parent.mkdir(parents=True, exist_ok=True)
-    partial = binary.with_suffix(".partial")
+    partial = binary.with_name(binary.name + ".partial")
     env = dict(os.environ, CGO_ENABLED="0", GOFLAGS="-mod=mod")
     _run_build(
         [
@@ -156,7 +183,6 @@ def _go_binary(name: str, module_dir: Path, module: str, package: str, ldflags: 
         env,
     )
     partial.rename(binary)
-    return binary
 
 
 def fetch_etcd() -> Path:

@@ -7,14 +7,14 @@ sources and the apiserver sink attach to the same app through `roles` (see podle
 
 from __future__ import annotations
 
-import base64
+import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import faust
-from podledger.schemas import DecodeError, decode, encode, models
-from podledger.streams.fold import Coordinates, Output, fold_event
+from podledger.schemas import DecodeError, decode, encode
+from podledger.streams.fold import Coordinates, Output, decode_input, fold_event
 from podledger.streams.topics import INGRESS, TOPICS
 
 from podledger.config import Settings
@@ -23,6 +23,7 @@ from podledger.partitioner import partition_for_node
 log = logging.getLogger("podledger.fold")
 
 POD_RECORDS_TABLE = "pod-records"
+JSONDict = dict[str, Any]
 
 
 def faust_broker_url(bootstrap: str) -> str:
@@ -61,6 +62,8 @@ class Pipeline:
             consumer_auto_offset_reset="earliest",
             producer_acks=-1,
             table_standby_replicas=0,
+            broker_session_timeout=settings.session_timeout_ms / 1000,
+            broker_heartbeat_interval=max(settings.session_timeout_ms / 3000, 0.5),
             datadir=settings.data_dir or None,
             logging_config=None,
         )
@@ -137,50 +140,60 @@ class Pipeline:
         self.app.agent(self.topics[topic], name=f"{topic.replace('-', '_')}_consumer")(agent)
 
     async def _fold_agent(self, stream: Any) -> None:
-        async for event in stream.events():
-            message = event.message
-            topic = self._by_kafka_name[message.topic]
-            at = Coordinates(topic, message.partition, message.offset, int(message.timestamp * 1000))
-            try:
-                decoded = decode(topic, event.value, max_bytes=self.settings.max_event_bytes)
-            except DecodeError as exc:
-                await self._dead_letter(exc.reason, str(exc), at, event.key, event.value, message.partition)
-                continue
-            uid = decoded.uid.encode()
-            record, outputs = fold_event(self.records.get(uid), at, decoded)
-            await self._emit(outputs, message.partition)
-            if record is None:
-                self.records.pop(uid, None)
-            else:
-                self.records[uid] = record
+        """Fold batches of input events, effectively once (DESIGN principle 4).
 
-    async def _emit(self, outputs: Iterable[Output], partition: int) -> None:
-        for out in outputs:
-            # Co-partitioning: an output lands on the partition number of its input.
-            await self.topics[out.topic].send(
-                key=out.key.encode(),
-                value=None if out.value is None else encode(out.value),
-                partition=partition,
-            )
+        Per batch: fold every event against the table, send every output and wait for the
+        broker to acknowledge them, and only then write the changed records to the table's
+        changelog. Faust flushes the producer before it commits input offsets. So after a crash
+        a record is never ahead of the outputs it produced: a redelivered event either finds
+        its offset in the record (skipped) or recomputes the very same outputs (deterministic),
+        which consumers deduplicate on (uid, version).
+        """
+        batch_size, within = self.settings.fold_batch_size, self.settings.fold_batch_ms / 1000
+        async for events in stream.take_events(batch_size, within=within):
+            changed: dict[bytes, tuple[int, JSONDict | None]] = {}
+            deliveries: list[Awaitable[Any]] = []
+            for event in events:
+                message = event.message
+                topic = self._by_kafka_name[message.topic]
+                at = Coordinates(topic, message.partition, message.offset, int(message.timestamp * 1000))
+                decoded = decode_input(topic, at, event.key, event.value, self.settings.max_event_bytes)
+                if isinstance(decoded, Output):
+                    log.warning(
+                        "dead-letter %s at %s/%s/%s", decoded.value.reason, topic, at.partition, at.offset
+                    )
+                    deliveries.append(await self._send(decoded, message.partition))
+                    continue
+                key = decoded.uid.encode()
+                before = changed[key][1] if key in changed else self.records.data.get(key)
+                record, outputs = fold_event(before, at, decoded)
+                if record is not before:
+                    changed[key] = (message.partition, record)
+                for out in outputs:
+                    deliveries.append(await self._send(out, message.partition))
+            if deliveries:
+                await asyncio.gather(*deliveries)
+            for key, (partition, record) in changed.items():
+                self._store_record(key, partition, record)
 
-    async def _dead_letter(
-        self,
-        reason: str,
-        detail: str,
-        at: Coordinates,
-        key: bytes | None,
-        value: bytes | None,
-        partition: int,
-    ) -> None:
-        letter = models.DeadLetter(
-            reason=reason,
-            detail=detail,
-            topic=at.topic,
-            partition=at.partition,
-            offset=at.offset,
-            key_b64=None if key is None else base64.b64encode(key).decode(),
-            value_b64=None if value is None else base64.b64encode(value).decode(),
-            ts_ms=at.ts_ms,
+    def _store_record(self, key: bytes, partition: int, record: JSONDict | None) -> None:
+        """Write one record (None deletes it) to the table and its changelog partition."""
+        if record is None:
+            self.records.data.pop(key, None)
+            self.records.send_changelog(partition, key, None, value_serializer="raw")
+        else:
+            self.records.data[key] = record
+            self.records.send_changelog(partition, key, record)
+
+    async def _send(self, out: Output, partition: int) -> Awaitable[Any]:
+        """Start sending one output now; returns its delivery to await.
+
+        Co-partitioning: an output lands on the partition number of its input. `force`
+        bypasses Faust's attachments, which would hold the message until the offset commit.
+        """
+        return await self.topics[out.topic].send(
+            key=out.key.encode(),
+            value=None if out.value is None else encode(out.value),
+            partition=partition,
+            force=True,
         )
-        log.warning("dead-letter %s at %s/%s/%s: %s", reason, at.topic, at.partition, at.offset, detail)
-        await self.topics["dead-letter"].send(key=key, value=encode(letter), partition=partition)

@@ -18,11 +18,12 @@ A pod record is a plain dict:
 
 from __future__ import annotations
 
+import base64
 import time
 from dataclasses import dataclass
 from typing import Any
 
-from podledger.schemas import models, to_dict
+from podledger.schemas import DecodeError, decode, encode, models, to_dict
 from podledger.streams import status as status_gen
 from podledger.streams import status_manager
 
@@ -91,7 +92,7 @@ def fold_event(record: JSONDict | None, at: Coordinates, event: Any) -> tuple[JS
         return record, []  # already applied: a redelivery after a crash, or a replay
     kind = event_type(at.topic, event)
     if record is None and at.topic != "pod-updates":
-        return None, [_dead_letter_unknown_pod(uid, at)]
+        return None, [_dead_letter_unknown_pod(uid, at, event)]
     journal = Output(
         "journal", uid, models.JournalEntry(kind, at.topic, at.partition, at.offset, at.ts_ms, to_dict(event))
     )
@@ -186,18 +187,29 @@ def _publish_version(record: JSONDict, kind: str, at: Coordinates) -> list[Outpu
     return [Output("pod-status", record["uid"], value), Output("pod-status-history", record["uid"], value)]
 
 
-def _dead_letter_unknown_pod(uid: str, at: Coordinates) -> Output:
-    return Output(
-        "dead-letter",
-        uid,
-        models.DeadLetter(
-            "unknown_pod",
-            f"{at.topic} event for pod {uid}, which pod-updates never announced",
-            at.topic,
-            at.partition,
-            at.offset,
-            None,
-            None,
-            at.ts_ms,
-        ),
+def dead_letter(reason: str, detail: str, at: Coordinates, key: bytes | None, value: bytes | None) -> Output:
+    """A dead-letter output carrying the original bytes and where they came from."""
+    letter = models.DeadLetter(
+        reason=reason,
+        detail=detail,
+        topic=at.topic,
+        partition=at.partition,
+        offset=at.offset,
+        key_b64=None if key is None else base64.b64encode(key).decode(),
+        value_b64=None if value is None else base64.b64encode(value).decode(),
+        ts_ms=at.ts_ms,
     )
+    return Output("dead-letter", key.decode(errors="replace") if key else "", letter)
+
+
+def decode_input(topic: str, at: Coordinates, key: bytes | None, value: bytes | None, max_bytes: int) -> Any:
+    """The decoded input model, or the dead-letter Output that replaces it."""
+    try:
+        return decode(topic, value, max_bytes=max_bytes)
+    except DecodeError as exc:
+        return dead_letter(exc.reason, str(exc), at, key, value)
+
+
+def _dead_letter_unknown_pod(uid: str, at: Coordinates, event: Any) -> Output:
+    detail = f"{at.topic} event for pod {uid}, which pod-updates never announced"
+    return dead_letter("unknown_pod", detail, at, uid.encode(), encode(event))
