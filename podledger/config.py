@@ -33,6 +33,8 @@ class Settings:
     replication_factor: int = 1  # raise to 3 on a real cluster
     app_id: str = ""  # Faust application id; defaults to "<topic_prefix>fold"
     max_event_bytes: int = 1_048_576
+    hold_max_events: int = 100  # events held per pod not yet announced by pod-updates
+    hold_max_ms: int = 60_000  # longest an event waits for its pod's announcement (event time)
     fold_batch_size: int = 500  # events folded per batch (outputs acknowledged once per batch)
     fold_batch_ms: int = 20  # longest wait to fill a batch
     session_timeout_ms: int = 10_000  # a worker that stops heartbeating loses its partitions after this

@@ -13,8 +13,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import faust
+from aiokafka import AIOKafkaConsumer, TopicPartition
 from podledger.schemas import DecodeError, decode, encode
-from podledger.streams.fold import Coordinates, Output, decode_input, fold_event
+from podledger.streams.batch import Batch, BatchFold, is_marker, marker_key
+from podledger.streams.fold import Coordinates, HoldLimits, Output
 from podledger.streams.topics import INGRESS, TOPICS
 
 from podledger.config import Settings
@@ -85,7 +87,10 @@ class Pipeline:
             partitions=settings.partitions,
             key_type=bytes,  # the pod UID; values are plain dicts in Faust's (orjson) JSON codec
         )
+        self._recovered: set[int] = set()  # partitions whose journal tail was re-applied
+        self._waiting: set[bytes] | None = None  # records holding events for unannounced pods
         if fold:
+            self.app.on_partitions_revoked.connect(self._on_revoked)
             ingress = self.app.topic(
                 *(settings.topic(name) for name in INGRESS),
                 key_type=bytes,
@@ -140,41 +145,88 @@ class Pipeline:
         self.app.agent(self.topics[topic], name=f"{topic.replace('-', '_')}_consumer")(agent)
 
     async def _fold_agent(self, stream: Any) -> None:
-        """Fold batches of input events, effectively once (DESIGN principle 4).
-
-        Per batch: fold every event against the table, send every output and wait for the
-        broker to acknowledge them, and only then write the changed records to the table's
-        changelog. Faust flushes the producer before it commits input offsets. So after a crash
-        a record is never ahead of the outputs it produced: a redelivered event either finds
-        its offset in the record (skipped) or recomputes the very same outputs (deterministic),
-        which consumers deduplicate on (uid, version).
-        """
+        """Fold batches of input events, effectively once (the protocol: streams/batch.py)."""
         batch_size, within = self.settings.fold_batch_size, self.settings.fold_batch_ms / 1000
         async for events in stream.take_events(batch_size, within=within):
-            changed: dict[bytes, tuple[int, JSONDict | None]] = {}
-            deliveries: list[Awaitable[Any]] = []
+            if self._waiting is None:  # first batch after start: records the changelog restored
+                self._waiting = {
+                    k for k, r in self.records.data.items() if not is_marker(k) and r and r.get("held")
+                }
+            for partition in sorted({e.message.partition for e in events} - self._recovered):
+                await self._recover_from_journal(partition)
+            fold = self._batch_fold()
             for event in events:
                 message = event.message
                 topic = self._by_kafka_name[message.topic]
                 at = Coordinates(topic, message.partition, message.offset, int(message.timestamp * 1000))
-                decoded = decode_input(topic, at, event.key, event.value, self.settings.max_event_bytes)
-                if isinstance(decoded, Output):
-                    log.warning(
-                        "dead-letter %s at %s/%s/%s", decoded.value.reason, topic, at.partition, at.offset
-                    )
-                    deliveries.append(await self._send(decoded, message.partition))
-                    continue
-                key = decoded.uid.encode()
-                before = changed[key][1] if key in changed else self.records.data.get(key)
-                record, outputs = fold_event(before, at, decoded)
-                if record is not before:
-                    changed[key] = (message.partition, record)
-                for out in outputs:
-                    deliveries.append(await self._send(out, message.partition))
-            if deliveries:
-                await asyncio.gather(*deliveries)
-            for key, (partition, record) in changed.items():
-                self._store_record(key, partition, record)
+                fold.add_message(at, event.key, event.value)
+            fold.expire_held(self._waiting)
+            await self._commit(fold.batch)
+
+    def _batch_fold(self) -> BatchFold:
+        limits = HoldLimits(self.settings.hold_max_events, self.settings.hold_max_ms)
+        return BatchFold(self.records.data.get, limits, self.settings.max_event_bytes)
+
+    async def _commit(self, batch: Batch) -> None:
+        """Steps 2-4 of the protocol: journal, then the other outputs, then the records."""
+        journal_end: dict[int, int] = {}
+        delivered = await asyncio.gather(*[await self._send(out, p) for p, out in batch.journal])
+        for (partition, _), meta in zip(batch.journal, delivered, strict=True):
+            journal_end[partition] = max(journal_end.get(partition, -1), meta.offset)
+        await asyncio.gather(*[await self._send(out, p) for p, out in batch.outputs])
+        for p, out in batch.outputs:
+            if out.topic == "dead-letter":
+                log.warning(
+                    "dead-letter %s at %s/%s/%s", out.value.reason, out.value.topic, p, out.value.offset
+                )
+        for key, (partition, record) in batch.changed.items():
+            self._store_record(key, partition, record)
+            if record and record.get("held") and self._waiting is not None:
+                self._waiting.add(key)
+        for partition, offset in journal_end.items():
+            self._store_record(marker_key(partition), partition, {"journal_offset": offset})
+
+    async def _recover_from_journal(self, partition: int) -> None:
+        """Re-apply journal entries written after the partition's last marker (a crash between
+        publishing a batch and storing its records leaves such a tail)."""
+        marker = self.records.data.get(marker_key(partition))
+        start = marker["journal_offset"] + 1 if marker else 0
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=self.settings.bootstrap,
+            enable_auto_commit=False,
+            group_id=None,
+            auto_offset_reset="earliest",  # entries before `start` may have aged out
+            **self.settings.kafka_client_options(),
+        )
+        tp = TopicPartition(self.settings.topic("journal"), partition)
+        await consumer.start()
+        try:
+            consumer.assign([tp])
+            end = (await consumer.end_offsets([tp]))[tp]
+            if start >= end:
+                self._recovered.add(partition)
+                return
+            consumer.seek(tp, start)
+            fold = self._batch_fold()
+            last = start - 1
+            while await consumer.position(tp) < end:
+                for message in (await consumer.getmany(tp, timeout_ms=1000)).get(tp, []):
+                    if message.offset < end:
+                        fold.add_journal_entry(partition, decode("journal", message.value))
+                        last = message.offset
+            log.warning(
+                "partition %d: re-applied journal offsets %d..%d after a restart", partition, start, last
+            )
+            fold.batch.journal.clear()
+            await self._commit(fold.batch)
+            self._store_record(marker_key(partition), partition, {"journal_offset": last})
+        finally:
+            await consumer.stop()
+        self._recovered.add(partition)
+
+    async def _on_revoked(self, *args: Any, **kwargs: Any) -> None:
+        # Another worker may extend the journal of these partitions before they come back.
+        self._recovered.clear()
 
     def _store_record(self, key: bytes, partition: int, record: JSONDict | None) -> None:
         """Write one record (None deletes it) to the table and its changelog partition."""

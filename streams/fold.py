@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from podledger.schemas import DecodeError, decode, encode, models, to_dict
+from podledger.schemas import DecodeError, decode, encode, from_dict, models, to_dict
 from podledger.streams import status as status_gen
 from podledger.streams import status_manager
 
@@ -85,14 +85,98 @@ def new_record(update: models.PodUpdate) -> JSONDict:
     }
 
 
-def fold_event(record: JSONDict | None, at: Coordinates, event: Any) -> tuple[JSONDict | None, list[Output]]:
+@dataclass(frozen=True, slots=True)
+class HoldLimits:
+    """How long events for a pod that pod-updates has not announced yet are held.
+
+    Such events are normal in a race: the fold reads pleg or probe-results ahead of the
+    pod-updates partition that announces the pod. They wait in the pod's record and are applied,
+    in arrival order, right after the pod's first pod-update. A pod that is never announced
+    would hold them forever, so each pod holds at most `max_events`, none older (in event time)
+    than `max_ms` behind the newest; the rest go to dead-letter as `unknown_pod`.
+    """
+
+    max_events: int = 100
+    max_ms: int = 60_000
+
+
+DEFAULT_HOLD = HoldLimits()
+
+
+def fold_event(
+    record: JSONDict | None, at: Coordinates, event: Any, limits: HoldLimits = DEFAULT_HOLD
+) -> tuple[JSONDict | None, list[Output]]:
     """Apply one decoded input event to the pod's record."""
-    uid = event.uid
     if record is not None and record["applied"].get(at.topic, -1) >= at.offset:
-        return record, []  # already applied: a redelivery after a crash, or a replay
+        return record, []  # already applied (or held): a redelivery after a crash, or a replay
+    if at.topic != "pod-updates" and (record is None or record.get("pod") is None):
+        return _hold(record, at, event, limits)
+    if record is not None and record.get("pod") is None:
+        # The announcement of a pod whose events were held: apply it, then them, in order.
+        held = record["held"]
+        record, outputs = _apply(None, at, event, record["applied"])
+        for topic, partition, offset, ts_ms, value in held:
+            held_at, held_event = Coordinates(topic, partition, offset, ts_ms), from_dict(topic, value)
+            if record is None:  # announced only to be removed: the held events have no pod
+                outputs.append(_dead_letter_unknown_pod(event.uid, held_at, held_event, "pod removed"))
+                continue
+            record, more = _apply(record, held_at, held_event, record["applied"])
+            outputs += more
+        return record, outputs
+    return _apply(record, at, event, record["applied"] if record is not None else {})
+
+
+def _hold(
+    record: JSONDict | None, at: Coordinates, event: Any, limits: HoldLimits
+) -> tuple[JSONDict | None, list[Output]]:
+    uid = event.uid
+    held = [*(record or {}).get("held", []), [at.topic, at.partition, at.offset, at.ts_ms, to_dict(event)]]
+    applied = {**(record or {}).get("applied", {}), at.topic: at.offset}
+    outputs: list[Output] = []
+    newest = max(h[3] for h in held)
+    keep: list[list[Any]] = []
+    for i, item in enumerate(held):
+        too_many = len(held) - i > limits.max_events
+        too_old = newest - item[3] > limits.max_ms
+        if too_many or too_old:
+            why = (
+                f"held beyond {limits.max_events} events"
+                if too_many
+                else f"held longer than {limits.max_ms} ms"
+            )
+            outputs.append(
+                _dead_letter_unknown_pod(uid, Coordinates(*item[:4]), from_dict(item[0], item[4]), why)
+            )
+        else:
+            keep.append(item)
+    if not keep:
+        return {"uid": uid, "pod": None, "held": [], "applied": applied}, outputs
+    return {"uid": uid, "pod": None, "held": keep, "applied": applied}, outputs
+
+
+def expire_held(
+    record: JSONDict, now_ms: int, limits: HoldLimits = DEFAULT_HOLD
+) -> tuple[JSONDict, list[Output]]:
+    """Dead-letter a waiting pod's held events older than the limit at event time `now_ms`."""
+    keep, outputs = [], []
+    for item in record.get("held") or []:
+        if now_ms - item[3] > limits.max_ms:
+            why = f"held longer than {limits.max_ms} ms"
+            outputs.append(
+                _dead_letter_unknown_pod(
+                    record["uid"], Coordinates(*item[:4]), from_dict(item[0], item[4]), why
+                )
+            )
+        else:
+            keep.append(item)
+    return ({**record, "held": keep} if outputs else record), outputs
+
+
+def _apply(
+    record: JSONDict | None, at: Coordinates, event: Any, applied: dict[str, int]
+) -> tuple[JSONDict | None, list[Output]]:
+    uid = event.uid
     kind = event_type(at.topic, event)
-    if record is None and at.topic != "pod-updates":
-        return None, [_dead_letter_unknown_pod(uid, at, event)]
     journal = Output(
         "journal", uid, models.JournalEntry(kind, at.topic, at.partition, at.offset, at.ts_ms, to_dict(event))
     )
@@ -101,7 +185,8 @@ def fold_event(record: JSONDict | None, at: Coordinates, event: Any) -> tuple[JS
         return None, [journal, Output("pod-status", uid, None)]
 
     record = dict(new_record(event) if record is None else record)
-    record["applied"] = {**record["applied"], at.topic: at.offset}
+    merged = {**applied, **record["applied"]}
+    record["applied"] = {**merged, at.topic: max(merged.get(at.topic, -1), at.offset)}
     terminate = False
     if at.topic == "pod-updates":
         record["pod"] = event.pod
@@ -210,6 +295,6 @@ def decode_input(topic: str, at: Coordinates, key: bytes | None, value: bytes | 
         return dead_letter(exc.reason, str(exc), at, key, value)
 
 
-def _dead_letter_unknown_pod(uid: str, at: Coordinates, event: Any) -> Output:
-    detail = f"{at.topic} event for pod {uid}, which pod-updates never announced"
+def _dead_letter_unknown_pod(uid: str, at: Coordinates, event: Any, why: str) -> Output:
+    detail = f"{at.topic} event for pod {uid}, which pod-updates never announced ({why})"
     return dead_letter("unknown_pod", detail, at, uid.encode(), encode(event))

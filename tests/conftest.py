@@ -8,6 +8,7 @@ when tests fail; their logs are printed when any test failed.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aiokafka import AIOKafkaConsumer
 
 from podledger import localstack
 from podledger.config import Settings
@@ -147,6 +149,32 @@ def wait_for(
         f"timed out after {timeout}s waiting for {what or check}"
         + (f" (last error: {last_error})" if last_error else "")
     )
+
+
+async def read_topic(
+    settings: Settings, name: str, at_least: int, timeout: float = 30.0, idle: float = 1.0
+) -> list[tuple[int, bytes, bytes]]:
+    """(partition, key, value) of every message of a topic, read from the start until at least
+    `at_least` arrived and nothing new came for `idle` seconds."""
+    consumer = AIOKafkaConsumer(
+        settings.topic(name),
+        bootstrap_servers=settings.bootstrap,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        group_id=None,
+    )
+    await consumer.start()
+    out: list[tuple[int, bytes, bytes]] = []
+    try:
+        async with asyncio.timeout(timeout):
+            while True:
+                batch = await consumer.getmany(timeout_ms=int(idle * 1000))
+                if not batch and len(out) >= at_least:
+                    return out
+                for records in batch.values():
+                    out += [(r.partition, r.key, r.value) for r in records]
+    finally:
+        await consumer.stop()
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)

@@ -7,42 +7,15 @@ import uuid
 
 import orjson
 import pytest
-from aiokafka import AIOKafkaConsumer
 from podledger.agents.kube import Kube
 from podledger.schemas import decode
 from podledger.streams.topics import ensure_topics
 
 from podledger.config import Settings
 from podledger.partitioner import partition_for_node
-from tests.conftest import wait_for
+from tests.conftest import read_topic, wait_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.kube]
-
-
-async def read_topic(
-    settings: Settings, name: str, at_least: int, timeout: float = 30.0, idle: float = 1.0
-) -> list[tuple[int, bytes, bytes]]:
-    """(partition, key, value) of every message of a topic, read from the start until at least
-    `at_least` arrived and nothing new came for `idle` seconds."""
-    consumer = AIOKafkaConsumer(
-        settings.topic(name),
-        bootstrap_servers=settings.bootstrap,
-        auto_offset_reset="earliest",
-        enable_auto_commit=False,
-        group_id=None,
-    )
-    await consumer.start()
-    out: list[tuple[int, bytes, bytes]] = []
-    try:
-        async with asyncio.timeout(timeout):
-            while True:
-                batch = await consumer.getmany(timeout_ms=int(idle * 1000))
-                if not batch and len(out) >= at_least:
-                    return out
-                for records in batch.values():
-                    out += [(r.partition, r.key, r.value) for r in records]
-    finally:
-        await consumer.stop()
 
 
 def test_pod_created_in_apiserver_gets_status_from_the_pipeline(

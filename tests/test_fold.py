@@ -1,12 +1,13 @@
-"""The pure fold step as the walking skeleton has it: version 1 on ADD, no version without a
-change, idempotent on redelivery, a tombstone on REMOVE, dead-letter for unknown pods."""
+"""The pure fold step: versions, idempotence on redelivery, tombstones, and the hold of events
+for pods that pod-updates has not announced yet."""
 
 from __future__ import annotations
 
+import base64
 import copy
 
-from podledger.schemas import models
-from podledger.streams.fold import Coordinates, fold_event
+from podledger.schemas import decode, models
+from podledger.streams.fold import Coordinates, HoldLimits, expire_held, fold_event
 
 T0 = 1_763_700_000_000  # ms
 POD = {
@@ -96,13 +97,78 @@ def test_remove_leaves_a_tombstone() -> None:
     assert [(o.topic, o.key, o.value) for o in outputs[1:]] == [("pod-status", "u-1", None)]
 
 
-def test_event_for_an_unknown_pod_is_dead_lettered() -> None:
-    probe = models.ProbeResult("u-404", "n1", "c", "process://1", "readiness", "Success", T0)
-    record, outputs = fold_event(None, at(3, topic="probe-results"), probe)
+def probe(uid: str = "u-1", result: str = "Success", ts: int = T0) -> models.ProbeResult:
+    return models.ProbeResult(uid, "n1", "c", "process://1", "readiness", result, ts)
+
+
+def pleg_started(ts: int = T0) -> models.PlegEvent:
+    runtime = {
+        "containers": [
+            {
+                "id": "1",
+                "name": "c",
+                "state": "running",
+                "created_at": "2025-11-21T04:40:00Z",
+                "started_at": "2025-11-21T04:40:01Z",
+                "restart_count": 0,
+            }
+        ],
+        "ips": ["127.0.0.1"],
+        "sandbox": {"id": "s1", "ready": True},
+    }
+    return models.PlegEvent("u-1", "n1", "ContainerStarted", "1", runtime, ts)
+
+
+def test_events_for_an_unannounced_pod_are_held_then_applied_after_its_add() -> None:
+    record, outputs = fold_event(None, at(3, topic="pleg"), pleg_started())
+    assert outputs == [] and record is not None and record["pod"] is None and len(record["held"]) == 1
+    record, outputs = fold_event(record, at(4, topic="probe-results"), probe())
+    assert outputs == [] and len(record["held"]) == 2
+    # A redelivered held event is not held twice.
+    assert fold_event(record, at(3, topic="pleg"), pleg_started()) == (record, [])
+
+    record, outputs = fold_event(record, at(10), update("ADD"))
+    journal = [o.value for o in outputs if o.topic == "journal"]
+    assert [(j.topic, j.offset) for j in journal] == [("pod-updates", 10), ("pleg", 3), ("probe-results", 4)]
+    versions = [o.value for o in outputs if o.topic == "pod-status-history"]
+    assert [v.version for v in versions] == list(range(1, len(versions) + 1))
+    final = versions[-1].status
+    assert final["phase"] == "Running" and final["containerStatuses"][0]["ready"] is True
+    assert record is not None and record["applied"] == {"pod-updates": 10, "pleg": 3, "probe-results": 4}
+    assert "held" not in record or not record["held"]
+
+
+def test_held_events_beyond_the_count_limit_are_dead_lettered_oldest_first() -> None:
+    limits = HoldLimits(max_events=2, max_ms=10**9)
+    record = None
+    letters = []
+    for offset in range(4):
+        record, outputs = fold_event(record, at(offset, topic="probe-results"), probe(), limits)
+        letters += [o.value for o in outputs]
+    assert [(d.reason, d.offset) for d in letters] == [("unknown_pod", 0), ("unknown_pod", 1)]
+    assert "held beyond 2 events" in letters[0].detail
+    assert [h[2] for h in record["held"]] == [2, 3]
+    # The dead letter carries the event itself, decodable as the original topic's value.
+    assert decode("probe-results", base64.b64decode(letters[0].value_b64)) == probe()
+
+
+def test_held_events_older_than_the_time_limit_are_dead_lettered() -> None:
+    limits = HoldLimits(max_events=100, max_ms=30_000)
+    record, _ = fold_event(None, at(0, T0, "probe-results"), probe(ts=T0), limits)
+    record, outputs = fold_event(record, at(1, T0 + 31_000, "probe-results"), probe(ts=T0 + 31_000), limits)
+    assert [(o.value.reason, o.value.offset) for o in outputs] == [("unknown_pod", 0)]
+    assert "held longer than 30000 ms" in outputs[0].value.detail
+    # A pod that never gets another event is swept by event time.
+    swept, outputs = expire_held(record, T0 + 62_000, limits)
+    assert [o.value.offset for o in outputs] == [1] and swept["held"] == []
+
+
+def test_held_events_of_a_pod_removed_at_once_are_dead_lettered() -> None:
+    record, _ = fold_event(None, at(0, topic="probe-results"), probe())
+    record, outputs = fold_event(record, at(5), update("REMOVE"))
     assert record is None
-    [out] = outputs
-    assert out.topic == "dead-letter" and out.value.reason == "unknown_pod"
-    assert (out.value.topic, out.value.partition, out.value.offset) == ("probe-results", 2, 3)
+    assert [o.topic for o in outputs] == ["journal", "pod-status", "dead-letter"]
+    assert "pod removed" in outputs[2].value.detail
 
 
 def test_terminal_api_phase_is_never_left() -> None:

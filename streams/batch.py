@@ -1,0 +1,108 @@
+"""A batch of fold steps against a record store: pure bookkeeping, no I/O.
+
+The Faust agent (streams/app.py) feeds it a batch of input messages, or, after a crash, the
+tail of the journal; it hands back what to publish and which records changed. Keeping this apart
+from Faust lets the exactly-once protocol below be read, and tested, in one place.
+
+The protocol, per batch:
+1. fold every event; collect its outputs and the records that changed;
+2. publish the journal entries and wait for the broker's acknowledgement;
+3. publish every other output (versions, tombstones, dead letters) and wait;
+4. write the changed records, then a per-partition marker with the last journal offset, to
+   the table's changelog (Faust flushes it before it commits input offsets).
+
+Hence a version exists only if its journal entry does, and a record in the changelog is never
+ahead of the journal. After a crash the changelog restores records up to a marker; the journal
+entries after that marker are re-applied in their journal order (the order the live fold really
+used), and redelivered inputs are skipped by the offsets each record has applied. The live
+history is then the same, version for version, whatever moment the worker died.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from podledger.schemas import from_dict, models
+from podledger.streams.fold import Coordinates, HoldLimits, Output, decode_input, expire_held, fold_event
+
+JSONDict = dict[str, Any]
+MARKER_PREFIX = b"\x00journal:"  # table keys of the per-partition journal markers; no UID starts so
+
+
+def marker_key(partition: int) -> bytes:
+    return MARKER_PREFIX + str(partition).encode()
+
+
+def is_marker(key: bytes) -> bool:
+    return key.startswith(MARKER_PREFIX)
+
+
+@dataclass
+class Batch:
+    """The result of folding one batch; `changed` maps table key -> (partition, record or None)."""
+
+    journal: list[tuple[int, Output]] = field(default_factory=list)
+    outputs: list[tuple[int, Output]] = field(default_factory=list)
+    changed: dict[bytes, tuple[int, JSONDict | None]] = field(default_factory=dict)
+    newest: dict[int, int] = field(default_factory=dict)  # partition -> newest event time
+
+
+class BatchFold:
+    """Folds events against `lookup` (the table) plus the records changed earlier in the batch."""
+
+    def __init__(
+        self, lookup: Callable[[bytes], JSONDict | None], limits: HoldLimits, max_bytes: int
+    ) -> None:
+        self.lookup = lookup
+        self.limits = limits
+        self.max_bytes = max_bytes
+        self.batch = Batch()
+
+    def record(self, key: bytes) -> JSONDict | None:
+        changed = self.batch.changed.get(key)
+        return changed[1] if changed is not None else self.lookup(key)
+
+    def add_message(self, at: Coordinates, key: bytes | None, value: bytes | None) -> None:
+        """One input message: decoded, folded, or dead-lettered."""
+        decoded = decode_input(at.topic, at, key, value, self.max_bytes)
+        if isinstance(decoded, Output):
+            self.batch.outputs.append((at.partition, decoded))
+            return
+        self.add_event(at, decoded, journal=True)
+
+    def add_journal_entry(self, partition: int, entry: models.JournalEntry) -> None:
+        """Re-apply a journal entry during recovery: its outputs, but not itself, are republished."""
+        at = Coordinates(entry.topic, entry.partition, entry.offset, entry.ts_ms)
+        self.add_event(at, from_dict(entry.topic, entry.event), journal=False, partition=partition)
+
+    def add_event(self, at: Coordinates, event: Any, *, journal: bool, partition: int | None = None) -> None:
+        partition = at.partition if partition is None else partition
+        key = event.uid.encode()
+        before = self.record(key)
+        record, outputs = fold_event(before, at, event, self.limits)
+        if record is not before:
+            self.batch.changed[key] = (partition, record)
+        for out in outputs:
+            if out.topic == "journal":
+                if journal:
+                    self.batch.journal.append((partition, out))
+            else:
+                self.batch.outputs.append((partition, out))
+        self.batch.newest[partition] = max(self.batch.newest.get(partition, 0), at.ts_ms)
+
+    def expire_held(self, keys: set[bytes]) -> None:
+        """Dead-letter held events that are too old by their partition's newest event time."""
+        for key in list(keys):
+            record = self.record(key)
+            if not record or not record.get("held"):
+                keys.discard(key)
+                continue
+            partition = record["held"][0][1]  # held items are [topic, partition, offset, ts, event]
+            if partition not in self.batch.newest:
+                continue
+            record, outputs = expire_held(record, self.batch.newest[partition], self.limits)
+            if outputs:
+                self.batch.changed[key] = (partition, record)
+                self.batch.outputs += [(partition, out) for out in outputs]

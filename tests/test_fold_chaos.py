@@ -1,0 +1,107 @@
+"""Issue 3, point 4: effectively once with two fold workers killed with SIGKILL at random moments.
+
+Two `podledger run --roles fold` processes share the partitions (one consumer group). While
+events for hundreds of pods stream in, a seeded killer SIGKILLs one worker or the other and
+restarts it. Afterwards pod-status-history must hold versions 1..N for every pod with no gap,
+never two statuses under one (uid, version), and final statuses equal to the offline fold of the
+journal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from podledger.schemas import decode, encode
+from podledger.streams.topics import ensure_topics
+
+from podledger.config import Settings
+from podledger.workload import produce, workload
+from tests.conftest import read_topic, wait_for
+from tests.test_fold_pipeline import assert_versions_have_no_gaps, fold_env, history_by_version
+
+pytestmark = pytest.mark.kafka
+
+PODS, EVENTS, KILLS = 300, 6000, 4
+
+
+def test_two_workers_killed_at_random_lose_nothing_and_never_disagree(
+    settings: Settings, podledger_process, tmp_path: Path
+) -> None:
+    settings = Settings.from_env(
+        env={},
+        bootstrap=settings.bootstrap,
+        topic_prefix=settings.topic_prefix,
+        partitions=6,
+        node=settings.node,
+    )
+    asyncio.run(ensure_topics(settings))
+    env = fold_env(settings, PODLEDGER_SESSION_TIMEOUT_MS="6000", PODLEDGER_FOLD_BATCH_SIZE="200")
+    workers = {name: podledger_process(["run", "--roles", "fold"], env=env) for name in ("a", "b")}
+    events = list(workload(PODS, EVENTS, nodes=12, seed=11))
+
+    done = threading.Event()
+    kills: list[tuple[str, float]] = []
+    rng = random.Random(2024)
+
+    def killer() -> None:
+        start = time.monotonic()
+        victims = ["a", "b"] * (KILLS // 2)  # both workers die, in a seeded order
+        rng.shuffle(victims)
+        for name in victims:
+            time.sleep(rng.uniform(2.0, 6.0))
+            workers[name].stop(signal.SIGKILL, timeout=10)
+            kills.append((name, round(time.monotonic() - start, 1)))
+            time.sleep(rng.uniform(0.2, 2.0))
+            workers[name] = podledger_process(["run", "--roles", "fold"], env=env)
+        done.set()
+
+    chaos = threading.Thread(target=killer, daemon=True)
+    chaos.start()
+    # Stream the events in slices while the killer works.
+    for i in range(0, EVENTS, 250):
+        asyncio.run(produce(settings, events[i : i + 250]))
+        time.sleep(0.4)
+    assert done.wait(120), "the killer did not finish"
+    assert len(kills) == KILLS and {name for name, _ in kills} == {"a", "b"}
+
+    journal = wait_for(
+        lambda: (
+            (msgs := asyncio.run(read_topic(settings, "journal", EVENTS, idle=1.0, timeout=60)))
+            and len({(decode("journal", v).topic, decode("journal", v).offset, p) for p, _, v in msgs})
+            >= EVENTS
+            and msgs
+        ),
+        timeout=240,
+        interval=2,
+        what=f"{EVENTS} distinct journal entries after kills at {kills}",
+    )
+    time.sleep(3)  # let the last versions land
+    history_msgs = asyncio.run(read_topic(settings, "pod-status-history", 1, idle=2.0, timeout=60))
+    history = history_by_version(history_msgs)  # asserts: one status per (uid, version)
+    latest = assert_versions_have_no_gaps(history)
+    assert len(latest) == PODS
+
+    journal_file = tmp_path / "journal.jsonl"
+    journal_file.write_bytes(b"\n".join(v for _, _, v in journal) + b"\n")
+    offline = subprocess.run(
+        [sys.executable, "-m", "podledger.cli", "fold", str(journal_file)], capture_output=True, timeout=300
+    )
+    assert offline.returncode == 0, offline.stderr
+    final_offline: dict[str, tuple[int, bytes]] = {}
+    for line in offline.stdout.splitlines():
+        vs = decode("pod-status-history", line)
+        final_offline[vs.uid] = (vs.version, encode(vs.status))
+    final_live = {uid: (version, history[(uid, version)]) for uid, version in latest.items()}
+    assert final_offline == final_live
+
+    sys.stderr.write(
+        f"kills: {kills}; versions: {len(history)}; duplicates in journal: {len(journal) - EVENTS}\n"
+    )

@@ -1,0 +1,172 @@
+"""Issue 3, points 2, 3 and 5 on the real broker: the Faust fold agent, its outputs, the
+offline fold over the journal it wrote, and bad input between good events."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import dataclasses
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+from aiokafka import AIOKafkaProducer
+from podledger.schemas import decode, encode
+from podledger.streams.topics import ensure_topics
+
+from podledger.config import Settings
+from podledger.partitioner import partition_for_node
+from podledger.workload import produce, workload
+from tests.conftest import read_topic, wait_for
+
+pytestmark = pytest.mark.kafka
+
+PODS, EVENTS = 40, 800
+
+
+def fold_env(settings: Settings, **extra: str) -> dict[str, str]:
+    return {
+        "PODLEDGER_BOOTSTRAP": settings.bootstrap,
+        "PODLEDGER_TOPIC_PREFIX": settings.topic_prefix,
+        "PODLEDGER_PARTITIONS": str(settings.partitions),
+        **extra,
+    }
+
+
+def history_by_version(messages: list[tuple[int, bytes, bytes]]) -> dict[tuple[str, int], bytes]:
+    """(uid, version) -> status; fails if one (uid, version) carries two different statuses."""
+    out: dict[tuple[str, int], bytes] = {}
+    for _, _, value in messages:
+        vs = decode("pod-status-history", value)
+        key = (vs.uid, vs.version)
+        body = encode(vs.status)
+        assert out.setdefault(key, body) == body, f"two statuses for {key}"
+    return out
+
+
+def assert_versions_have_no_gaps(history: dict[tuple[str, int], bytes]) -> dict[str, int]:
+    last: dict[str, list[int]] = {}
+    for uid, version in history:
+        last.setdefault(uid, []).append(version)
+    for uid, versions in last.items():
+        assert sorted(versions) == list(range(1, len(versions) + 1)), uid
+    return {uid: max(v) for uid, v in last.items()}
+
+
+async def send_raw(settings: Settings, topic: str, node: str, key: bytes, value: bytes, ts_ms: int) -> None:
+    producer = AIOKafkaProducer(bootstrap_servers=settings.bootstrap, max_request_size=4 << 20)
+    await producer.start()
+    try:
+        await producer.send_and_wait(
+            settings.topic(topic),
+            key=key,
+            value=value,
+            partition=partition_for_node(node, settings.partitions),
+            timestamp_ms=ts_ms,
+        )
+    finally:
+        await producer.stop()
+
+
+def test_live_fold_and_offline_fold_of_its_journal_agree_and_bad_input_is_dead_lettered(
+    settings: Settings, podledger_process, tmp_path: Path
+) -> None:
+    asyncio.run(ensure_topics(settings))
+    events = list(workload(PODS, EVENTS, nodes=5, seed=3))
+    first, rest = events[: EVENTS // 2], events[EVENTS // 2 :]
+    proc = podledger_process(
+        ["run", "--roles", "fold"],
+        env=fold_env(settings, PODLEDGER_MAX_EVENT_BYTES="65536", PODLEDGER_HOLD_MAX_MS="2000"),
+    )
+    asyncio.run(produce(settings, first))
+
+    # Bad input of every kind, between the good events, on the partitions of real pods.
+    node = first[0].node
+    ts = first[-1].ts_ms
+    good_pleg = next(e for e in first if e.topic == "pleg")
+    stranger = dataclasses.replace(good_pleg.value, uid="never-announced", ts_ms=ts)
+    unknown_op = orjson.loads(encode(first[0].value)) | {"op": "EXPLODE"}
+    wrong_type = orjson.loads(encode(good_pleg.value)) | {"ts_ms": "yesterday"}
+    huge = orjson.loads(encode(good_pleg.value)) | {"padding": "x" * 70_000}
+    bad = [
+        ("pleg", b"\x00\xffnot json at all"),
+        ("pleg", orjson.dumps(wrong_type)),
+        ("pod-updates", orjson.dumps(unknown_op)),
+        ("pleg", orjson.dumps(huge)),
+        ("pleg", encode(stranger)),
+    ]
+    for topic, value in bad:
+        asyncio.run(send_raw(settings, topic, node, b"bad-key", value, ts))
+    asyncio.run(produce(settings, rest))
+    # A later event on the stranger's partition moves that partition's clock past the hold limit.
+    src = next(e for e in reversed(rest) if e.node == node)
+    late = dataclasses.replace(src.value, ts_ms=rest[-1].ts_ms + 5000)
+    asyncio.run(send_raw(settings, src.topic, node, src.key.encode(), encode(late), late.ts_ms))
+
+    good = EVENTS + 1
+    journal = wait_for(
+        lambda: (
+            (msgs := asyncio.run(read_topic(settings, "journal", good, idle=0.5)))
+            and len(msgs) >= good
+            and msgs
+        ),
+        timeout=120,
+        what=f"{good} journal entries",
+        alive=proc,
+    )
+    letters = wait_for(
+        lambda: (
+            (msgs := asyncio.run(read_topic(settings, "dead-letter", 5, idle=0.5)))
+            and len(msgs) >= 5
+            and msgs
+        ),
+        timeout=60,
+        what="5 dead letters",
+        alive=proc,
+    )
+    history_msgs = asyncio.run(read_topic(settings, "pod-status-history", 1, idle=1.0))
+
+    # Every good event was journaled once, in per-partition order, on its input's partition.
+    entries = [decode("journal", v) for _, _, v in journal]
+    assert len({(e.topic, e.partition, e.offset) for e in entries}) == good
+    assert all(p == e.partition for (p, _, _), e in zip(journal, entries, strict=True))
+
+    # Bad input: each kind dead-lettered with its reason and coordinates, original bytes kept.
+    dead = sorted((decode("dead-letter", v) for _, _, v in letters), key=lambda d: (d.topic, d.offset))
+    reasons = sorted(d.reason for d in dead)
+    assert reasons == ["malformed", "oversize", "schema", "unknown_op", "unknown_pod"]
+    by_reason = {d.reason: d for d in dead}
+    assert base64.b64decode(by_reason["malformed"].value_b64) == b"\x00\xffnot json at all"
+    assert "'ts_ms'" in by_reason["schema"].detail and "'op'" in by_reason["unknown_op"].detail
+    assert by_reason["unknown_pod"].detail.startswith("pleg event for pod never-announced")
+    assert {d.partition for d in dead} == {partition_for_node(node, settings.partitions)}
+
+    # Versions 1..N per pod, no (uid, version) with two statuses; every pod has a status.
+    history = history_by_version(history_msgs)
+    latest = assert_versions_have_no_gaps(history)
+    assert len(latest) == PODS
+
+    # The offline fold over the journal reproduces the live history exactly.
+    journal_file = tmp_path / "journal.jsonl"
+    journal_file.write_bytes(b"\n".join(v for _, _, v in journal) + b"\n")
+    offline = subprocess.run(
+        [sys.executable, "-m", "podledger.cli", "fold", str(journal_file)], capture_output=True, timeout=120
+    )
+    assert offline.returncode == 0, offline.stderr
+    offline_history = history_by_version([(0, b"", line) for line in offline.stdout.splitlines()])
+    assert offline_history == history
+    live_values = {(v.uid, v.version): v for v in (decode("pod-status-history", m[2]) for m in history_msgs)}
+    for line in offline.stdout.splitlines():
+        vs = decode("pod-status-history", line)
+        assert vs == live_values[(vs.uid, vs.version)]  # cause and all
+
+    # pod-status carries the latest version of each pod.
+    latest_msgs = asyncio.run(read_topic(settings, "pod-status", 1, idle=0.5))
+    newest: dict[str, int] = {}
+    for _, _, v in latest_msgs:
+        vs = decode("pod-status", v)
+        newest[vs.uid] = max(newest.get(vs.uid, 0), vs.version)
+    assert newest == latest
+    assert proc.stop() == 0, proc.output()
