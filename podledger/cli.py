@@ -140,6 +140,22 @@ def cmd_fold(args: argparse.Namespace) -> int:
     return 1 if stats.rejected and args.strict else 0
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    from podledger import bench
+
+    settings = settings_from(args)
+    figures = bench.bench_fold(
+        settings,
+        pods=args.pods,
+        events=args.events,
+        rate=args.rate,
+        latency_seconds=args.latency_seconds,
+        partitions=args.partitions or 6,
+    )
+    bench.print_fold(figures, pods=args.pods, events=args.events, partitions=args.partitions or 6)
+    return 0
+
+
 def cmd_schema(args: argparse.Namespace) -> int:
     from podledger.schemas import codec
 
@@ -389,6 +405,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--progress", action="store_true", help="report progress on stderr every 100,000 lines")
     _add_common(p)
     p.set_defaults(func=cmd_fold)
+
+    p = sub.add_parser(
+        "bench",
+        help="benchmarks that print figures (events/s, latency percentiles, memory)",
+        description="'fold' drives a synthetic workload through the fold on the broker PODLEDGER_BOOTSTRAP"
+        " names (or the local one, started if needed) and compares it with the offline fold and a bare"
+        " aiokafka loop over the same messages. The last line is machine-readable.",
+    )
+    p.add_argument("target", choices=["fold"])
+    p.add_argument("--pods", type=int, default=10_000, help="pods in the workload (default 10000)")
+    p.add_argument("--events", type=int, default=200_000, help="events in the backlog (default 200000)")
+    p.add_argument("--rate", type=int, default=5000, help="events/s for the latency phase (default 5000)")
+    p.add_argument(
+        "--latency-seconds", type=float, default=10.0, help="length of the latency phase (default 10)"
+    )
+    _add_common(p)
+    p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser(
         "schema",

@@ -181,8 +181,6 @@ class Pipeline:
                 )
         for key, (partition, record) in batch.changed.items():
             self._store_record(key, partition, record)
-            if record and record.get("held") and self._waiting is not None:
-                self._waiting.add(key)
         for partition, offset in journal_end.items():
             self._store_record(marker_key(partition), partition, {"journal_offset": offset})
 

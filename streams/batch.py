@@ -93,7 +93,11 @@ class BatchFold:
         self.batch.newest[partition] = max(self.batch.newest.get(partition, 0), at.ts_ms)
 
     def expire_held(self, keys: set[bytes]) -> None:
-        """Dead-letter held events that are too old by their partition's newest event time."""
+        """Dead-letter held events that are too old by their partition's newest event time.
+
+        `keys` are the records known to hold events; it gains those that started holding in this
+        batch and loses those that no longer hold any."""
+        keys |= {k for k, (_, r) in self.batch.changed.items() if r and r.get("held")}
         for key in list(keys):
             record = self.record(key)
             if not record or not record.get("held"):
