@@ -16,9 +16,10 @@ Reason cache: {container name: {"reason": "CrashLoopBackOff", "message": "..."}}
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable
 from typing import Any
+
+import orjson
 
 JSONDict = dict[str, Any]
 
@@ -49,6 +50,11 @@ READINESS_GATES_NOT_READY = "ReadinessGatesNotReady"
 
 
 # --------------------------------------------------------------------------- small helpers
+
+
+def json_copy(value: Any) -> Any:
+    """A deep copy of JSON-shaped data (several times faster than copy.deepcopy)."""
+    return orjson.loads(orjson.dumps(value))
 
 
 def is_sidecar(container: JSONDict) -> bool:
@@ -407,10 +413,10 @@ def convert_container_statuses(
         old = old_by_name.get(name)
         if old is not None:
             if state_of(old) == "terminated":
-                status = copy.deepcopy(old)
+                status = json_copy(old)
             else:
                 status["restartCount"] = old.get("restartCount", 0)
-                status["lastState"] = copy.deepcopy(old.get("lastState") or {})
+                status["lastState"] = json_copy(old.get("lastState") or {})
         statuses[name] = status
 
     # A container that was running and that the runtime no longer reports (R4.6).
@@ -609,13 +615,13 @@ def generate_api_status(
     apply_probe_results(pod, status, probes)
 
     conditions = [
-        copy.deepcopy(c)
+        json_copy(c)
         for c in api_status.get("conditions") or []
         if c.get("type") not in KUBELET_OWNED_CONDITIONS
     ]
     disruption = next((c for c in old.get("conditions") or [] if c.get("type") == "DisruptionTarget"), None)
     if disruption is not None:
-        replace_or_append_condition(conditions, copy.deepcopy(disruption))
+        replace_or_append_condition(conditions, json_copy(disruption))
     conditions.append(ready_to_start_containers_condition(runtime))
     conditions.append(initialized_condition(pod, init_statuses, statuses, phase))
     conditions.append(ready_condition(pod, conditions, init_statuses, statuses, phase))

@@ -8,7 +8,6 @@ kubelet-owned view of the status changed (or when forced, as for a pod being del
 
 from __future__ import annotations
 
-import copy
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +21,7 @@ from podledger.streams.status import (
     UNKNOWN_EXIT_CODE,
     is_sidecar,
     is_static,
+    json_copy,
     last_terminated,
     restart_policy,
     state_of,
@@ -89,7 +89,10 @@ def _truncate_bytes(text: str, limit: int) -> str:
 
 def normalize_status(pod: JSONDict, status: JSONDict) -> JSONDict:
     """A copy with messages cut to the byte budget, times in seconds, statuses sorted (R5.4)."""
-    status = copy.deepcopy(status)
+    return _normalize_in_place(pod, json_copy(status))
+
+
+def _normalize_in_place(pod: JSONDict, status: JSONDict) -> JSONDict:
     spec = pod.get("spec") or {}
     count = sum(len(spec.get(k) or []) for k in ("containers", "initContainers", "ephemeralContainers"))
     budget = MAX_TERMINATION_MESSAGE_BYTES // count if count > 0 else MAX_TERMINATION_MESSAGE_BYTES
@@ -130,18 +133,24 @@ def normalize_status(pod: JSONDict, status: JSONDict) -> JSONDict:
 
 
 def _semantic(value: Any) -> Any:
-    """Go's semantic equality treats a missing field, null and an empty list or map alike."""
-    if isinstance(value, dict):
-        pruned = {k: _semantic(v) for k, v in value.items()}
-        return {k: v for k, v in pruned.items() if v not in (None, "", [], {})}
-    if isinstance(value, list):
-        return [_semantic(v) for v in value]
-    return value
+    """The canonical form of JSON data under Go's semantic equality: a missing field, null, an
+    empty string and an empty list are alike and dropped. An empty object is kept: it stands for
+    a set pointer to an empty struct (`waiting: {}`), which Go tells apart from a nil one."""
+    if type(value) is list:
+        return [_semantic(item) if type(item) in (dict, list) else item for item in value]
+    if type(value) is not dict:
+        return value
+    out = {}
+    for key, item in value.items():
+        if item is None or item == "" or item == []:
+            continue
+        out[key] = _semantic(item) if type(item) in (dict, list) else item
+    return out
 
 
-def is_pod_status_by_kubelet_equal(old: JSONDict, new: JSONDict) -> bool:
-    """Spec R5.5: owned and shared conditions of `new` match `old` (times ignored), and the
-    rest of the status is semantically equal. Conditions only in `old` do not count."""
+def _owned_conditions_match(old: JSONDict, new: JSONDict) -> bool:
+    """Every kubelet-owned or shared condition of `new` is in `old` with the same status,
+    reason and message (times are ignored)."""
     old_conditions = {c.get("type"): c for c in old.get("conditions") or []}
     for cond in new.get("conditions") or []:
         if cond.get("type") in KUBELET_OWNED_CONDITIONS or cond.get("type") in SHARED_CONDITIONS:
@@ -150,7 +159,26 @@ def is_pod_status_by_kubelet_equal(old: JSONDict, new: JSONDict) -> bool:
                 before.get(k, "") != cond.get(k, "") for k in ("status", "reason", "message")
             ):
                 return False
-    return _semantic({**old, "conditions": new.get("conditions")}) == _semantic(new)
+    return True
+
+
+def is_pod_status_by_kubelet_equal(old: JSONDict, new: JSONDict) -> bool:
+    """Spec R5.5: owned and shared conditions of `new` match `old` (times ignored), and the
+    rest of the status is semantically equal. Conditions only in `old` do not count."""
+    if not _owned_conditions_match(old, new):
+        return False
+    replaced = {**old, "conditions": new.get("conditions")}
+    return replaced == new or _semantic(replaced) == _semantic(new)
+
+
+def _kubelet_equal_canonical(old: JSONDict, new: JSONDict) -> bool:
+    """is_pod_status_by_kubelet_equal for two canonical statuses: plain dict equality suffices."""
+    if not _owned_conditions_match(old, new):
+        return False
+    replaced = {k: v for k, v in old.items() if k != "conditions"}
+    if "conditions" in new:
+        replaced["conditions"] = new["conditions"]
+    return replaced == new
 
 
 # --------------------------------------------------------------------------- updateStatusInternal
@@ -192,19 +220,23 @@ def set_pod_status(
     *,
     force: bool = False,
 ) -> StatusUpdate:
-    """updateStatusInternal (R5.2) for a freshly generated status `new`."""
+    """updateStatusInternal (R5.2) for a freshly generated status `new`, which it takes over
+    (and may change). The stored status is canonical: normalized, and without null or empty
+    fields, so two statuses are semantically equal exactly when they are equal dicts."""
     old = cached if cached is not None else (pod.get("status") or {})
     error = check_container_state_transition(old, new, pod)
     if error is not None:
         return StatusUpdate(None, version, error)
-    status = copy.deepcopy(new)
+    status = new
     update_last_transition_times(old, status, now)
     if old.get("startTime"):
         status["startTime"] = old["startTime"]
     elif not status.get("startTime"):
         status["startTime"] = now
-    status = normalize_status(pod, status)
-    if cached is not None and not force and is_pod_status_by_kubelet_equal(cached, status):
+    status = _semantic(_normalize_in_place(pod, status))
+    for cond in status.get("conditions") or []:
+        cond.setdefault("lastProbeTime", None)  # as the API shows it; the same shape every time
+    if cached is not None and not force and _kubelet_equal_canonical(cached, status):
         return StatusUpdate(None, version)
     return StatusUpdate(status, version + 1)
 
@@ -257,7 +289,7 @@ def initialized_containers(statuses: list[JSONDict]) -> list[JSONDict]:
 
 def terminate_pod_status(pod: JSONDict, cached: JSONDict | None) -> JSONDict:
     """TerminatePod (R5.7): every container gets a terminated state, the phase a terminal one."""
-    status = copy.deepcopy(cached if cached is not None else (pod.get("status") or {}))
+    status = json_copy(cached if cached is not None else (pod.get("status") or {}))
     if has_pod_initialized(pod):
         for cs in status.get("containerStatuses") or []:
             if state_of(cs) != "terminated":
