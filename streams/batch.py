@@ -46,19 +46,26 @@ class Batch:
     journal: list[tuple[int, Output]] = field(default_factory=list)
     outputs: list[tuple[int, Output]] = field(default_factory=list)
     changed: dict[bytes, tuple[int, JSONDict | None]] = field(default_factory=dict)
-    newest: dict[int, int] = field(default_factory=dict)  # partition -> newest event time
+    newest: dict[int, int] = field(default_factory=dict)  # partition -> newest event time seen
 
 
 class BatchFold:
     """Folds events against `lookup` (the table) plus the records changed earlier in the batch."""
 
     def __init__(
-        self, lookup: Callable[[bytes], JSONDict | None], limits: HoldLimits, max_bytes: int
+        self,
+        lookup: Callable[[bytes], JSONDict | None],
+        limits: HoldLimits,
+        max_bytes: int,
+        clock: dict[int, int] | None = None,
     ) -> None:
+        """`clock`: each partition's newest event time before this batch. Topics are read
+        independently, so an event held now may be older than one already folded: held events
+        expire by the partition's clock, not just by this batch's events."""
         self.lookup = lookup
         self.limits = limits
         self.max_bytes = max_bytes
-        self.batch = Batch()
+        self.batch = Batch(newest=dict(clock or {}))
 
     def record(self, key: bytes) -> JSONDict | None:
         changed = self.batch.changed.get(key)

@@ -179,3 +179,14 @@ def test_terminal_api_phase_is_never_left() -> None:
     assert status["phase"] == "Failed"
     # A condition the kubelet does not own is carried over from the API status.
     assert [c["type"] for c in status["conditions"]][:1] == ["Custom"]
+
+
+def test_held_event_older_than_the_partition_clock_expires_in_its_own_batch() -> None:
+    from podledger.streams.batch import BatchFold
+
+    fold = BatchFold({}.get, HoldLimits(max_events=100, max_ms=2000), 1 << 20, clock={2: T0 + 10_000})
+    fold.add_event(at(0, T0, "probe-results"), probe(uid="stranger", ts=T0), journal=True)
+    fold.expire_held(set())
+    [(partition, letter)] = fold.batch.outputs
+    assert partition == 2 and letter.value.reason == "unknown_pod"
+    assert fold.batch.changed[b"stranger"][1]["held"] == []
