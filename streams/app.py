@@ -15,8 +15,9 @@ from typing import Any
 import faust
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from podledger.schemas import DecodeError, decode, encode
-from podledger.streams.batch import Batch, BatchFold, is_marker, marker_key
+from podledger.streams.batch import Batch, BatchFold, marker_key
 from podledger.streams.fold import Coordinates, HoldLimits, Output
+from podledger.streams.state import FoldState
 from podledger.streams.topics import INGRESS, TOPICS
 
 from podledger.config import Settings
@@ -24,7 +25,6 @@ from podledger.partitioner import partition_for_node
 
 log = logging.getLogger("podledger.fold")
 
-POD_RECORDS_TABLE = "pod-records"
 JSONDict = dict[str, Any]
 
 
@@ -63,7 +63,6 @@ class Pipeline:
             topic_replication_factor=settings.replication_factor,
             consumer_auto_offset_reset="earliest",
             producer_acks=-1,
-            table_standby_replicas=0,
             broker_session_timeout=settings.session_timeout_ms / 1000,
             broker_heartbeat_interval=max(settings.session_timeout_ms / 3000, 0.5),
             datadir=settings.data_dir or None,
@@ -81,14 +80,9 @@ class Pipeline:
             for spec in TOPICS
         }
         self._by_kafka_name = {settings.topic(name): name for name in INGRESS}
-        self.records = self.app.Table(
-            POD_RECORDS_TABLE,
-            default=None,
-            partitions=settings.partitions,
-            key_type=bytes,  # the pod UID; values are plain dicts in Faust's (orjson) JSON codec
-        )
+        self.state = FoldState(settings)
         self._recovered: set[int] = set()  # partitions whose journal tail was re-applied
-        self._waiting: set[bytes] | None = None  # records holding events for unannounced pods
+        self._waiting: set[bytes] = set()  # records holding events for unannounced pods
         self._output_producer: AIOKafkaProducer | None = None
         self._clock: dict[int, int] = {}  # partition -> newest event time folded
         if fold:
@@ -149,38 +143,29 @@ class Pipeline:
     async def _fold_agent(self, stream: Any) -> None:
         """Fold batches of input events, effectively once (the protocol: streams/batch.py)."""
         batch_size, within = self.settings.fold_batch_size, self.settings.fold_batch_ms / 1000
-        # Table writes queue in Faust's producer buffer; let a whole batch of them wait there.
-        self.app.producer.buffer.max_messages = max(self.app.producer.buffer.max_messages, 4 * batch_size)
         try:
-            await self._fold_batches(stream, batch_size, within)
+            async for events in stream.take_events(batch_size, within=within):
+                for partition in sorted({e.message.partition for e in events} - self._recovered):
+                    await self._restore(partition)
+                fold = self._batch_fold()
+                for event in events:
+                    message = event.message
+                    topic = self._by_kafka_name[message.topic]
+                    at = Coordinates(topic, message.partition, message.offset, int(message.timestamp * 1000))
+                    fold.add_message(at, event.key, event.value)
+                fold.expire_held(self._waiting)
+                await self._commit(fold.batch)
         finally:
             await self._stop_output_producer()
 
-    async def _fold_batches(self, stream: Any, batch_size: int, within: float) -> None:
-        async for events in stream.take_events(batch_size, within=within):
-            if self._waiting is None:  # first batch after start: records the changelog restored
-                self._waiting = {
-                    k for k, r in self.records.data.items() if not is_marker(k) and r and r.get("held")
-                }
-            for partition in sorted({e.message.partition for e in events} - self._recovered):
-                await self._recover_from_journal(partition)
-            fold = self._batch_fold()
-            for event in events:
-                message = event.message
-                topic = self._by_kafka_name[message.topic]
-                at = Coordinates(topic, message.partition, message.offset, int(message.timestamp * 1000))
-                fold.add_message(at, event.key, event.value)
-            fold.expire_held(self._waiting)
-            await self._commit(fold.batch)
-
     def _batch_fold(self) -> BatchFold:
         limits = HoldLimits(self.settings.hold_max_events, self.settings.hold_max_ms)
-        return BatchFold(self.records.data.get, limits, self.settings.max_event_bytes, self._clock)
+        return BatchFold(self.state.get, limits, self.settings.max_event_bytes, self._clock)
 
-    async def _commit(self, batch: Batch) -> None:
+    async def _commit(self, batch: Batch, journal_end: dict[int, int] | None = None) -> None:
         """Steps 2-4 of the protocol: journal, then the other outputs, then the records."""
         self._clock.update(batch.newest)
-        journal_end: dict[int, int] = {}
+        journal_end = dict(journal_end or {})
         delivered = await asyncio.gather(*[await self._send(out, p) for p, out in batch.journal])
         for (partition, _), meta in zip(batch.journal, delivered, strict=True):
             journal_end[partition] = max(journal_end.get(partition, -1), meta.offset)
@@ -190,15 +175,23 @@ class Pipeline:
                 log.warning(
                     "dead-letter %s at %s/%s/%s", out.value.reason, out.value.topic, p, out.value.offset
                 )
-        for key, (partition, record) in batch.changed.items():
-            self._store_record(key, partition, record)
+        producer = await self._producer()
+        writes = [
+            await self.state.put(producer, key, p, record) for key, (p, record) in batch.changed.items()
+        ]
         for partition, offset in journal_end.items():
-            self._store_record(marker_key(partition), partition, {"journal_offset": offset})
+            writes.append(
+                await self.state.put(producer, marker_key(partition), partition, {"journal_offset": offset})
+            )
+        # Acknowledged before Faust may commit these input offsets: nothing held is lost.
+        await asyncio.gather(*writes)
 
-    async def _recover_from_journal(self, partition: int) -> None:
-        """Re-apply journal entries written after the partition's last marker (a crash between
-        publishing a batch and storing its records leaves such a tail)."""
-        marker = self.records.data.get(marker_key(partition))
+    async def _restore(self, partition: int) -> None:
+        """Load a newly assigned partition's records, then re-apply the journal entries written
+        after its last marker (a crash between publishing a batch and storing its records)."""
+        pods = await self.state.restore(partition)
+        self._waiting |= {k for k in self.state.keys_of(partition) if self.state.data[k].get("held")}
+        marker = self.state.get(marker_key(partition))
         start = marker["journal_offset"] + 1 if marker else 0
         consumer = AIOKafkaConsumer(
             bootstrap_servers=self.settings.bootstrap,
@@ -212,39 +205,30 @@ class Pipeline:
         try:
             consumer.assign([tp])
             end = (await consumer.end_offsets([tp]))[tp]
-            if start >= end:
-                self._recovered.add(partition)
-                return
-            consumer.seek(tp, start)
-            fold = self._batch_fold()
-            last = start - 1
-            while await consumer.position(tp) < end:
-                for message in (await consumer.getmany(tp, timeout_ms=1000)).get(tp, []):
-                    if message.offset < end:
-                        fold.add_journal_entry(partition, decode("journal", message.value))
-                        last = message.offset
-            log.warning(
-                "partition %d: re-applied journal offsets %d..%d after a restart", partition, start, last
-            )
-            fold.batch.journal.clear()
-            await self._commit(fold.batch)
-            self._store_record(marker_key(partition), partition, {"journal_offset": last})
+            if start < end:
+                consumer.seek(tp, start)
+                fold = self._batch_fold()
+                last = start - 1
+                while await consumer.position(tp) < end:
+                    for message in (await consumer.getmany(tp, timeout_ms=1000)).get(tp, []):
+                        if message.offset < end:
+                            fold.add_journal_entry(partition, decode("journal", message.value))
+                            last = message.offset
+                fold.batch.journal.clear()
+                await self._commit(fold.batch, journal_end={partition: last})
+                log.warning(
+                    "partition %d: re-applied journal offsets %d..%d after a restart", partition, start, last
+                )
         finally:
             await consumer.stop()
+        log.info("partition %d: restored %d records", partition, pods)
         self._recovered.add(partition)
 
     async def _on_revoked(self, *args: Any, **kwargs: Any) -> None:
-        # Another worker may extend the journal of these partitions before they come back.
+        # Another worker may change these partitions' records before they come back to us.
+        for partition in self._recovered:
+            self.state.forget(partition)
         self._recovered.clear()
-
-    def _store_record(self, key: bytes, partition: int, record: JSONDict | None) -> None:
-        """Write one record (None deletes it) to the table and its changelog partition."""
-        if record is None:
-            self.records.data.pop(key, None)
-            self.records.send_changelog(partition, key, None, value_serializer="raw")
-        else:
-            self.records.data[key] = record
-            self.records.send_changelog(partition, key, record)
 
     async def _send(self, out: Output, partition: int) -> Awaitable[Any]:
         """Start sending one output now; returns its delivery (RecordMetadata) to await.
@@ -253,21 +237,26 @@ class Pipeline:
         through a plain aiokafka producer: Faust's send path would hold them as attachments
         until the offset commit, and costs several times more per message.
         """
+        producer = await self._producer()
+        return await producer.send(
+            self.settings.topic(out.topic),
+            key=out.key.encode(),
+            value=None if out.value is None else encode(out.value),
+            partition=partition,
+        )
+
+    async def _producer(self) -> AIOKafkaProducer:
         if self._output_producer is None:
             self._output_producer = AIOKafkaProducer(
                 bootstrap_servers=self.settings.bootstrap,
                 acks="all",
                 linger_ms=2,
                 max_batch_size=1 << 20,
+                max_request_size=8 << 20,
                 **self.settings.kafka_client_options(),
             )
             await self._output_producer.start()
-        return await self._output_producer.send(
-            self.settings.topic(out.topic),
-            key=out.key.encode(),
-            value=None if out.value is None else encode(out.value),
-            partition=partition,
-        )
+        return self._output_producer
 
     async def _stop_output_producer(self, *args: Any, **kwargs: Any) -> None:
         if self._output_producer is not None:

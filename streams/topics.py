@@ -46,6 +46,11 @@ TOPICS: tuple[TopicSpec, ...] = (
     TopicSpec("pod-deletions", "delete", 7 * DAY_MS, "pods the sink deleted from the apiserver"),
     TopicSpec("dead-letter", "delete", 30 * DAY_MS, "rejected input with reason and coordinates"),
 )
+# Topics only podledger reads: their values are no public contract.
+INTERNAL_TOPICS: tuple[TopicSpec, ...] = (
+    TopicSpec("fold-state", "compact", -1, "the fold's pod records and journal markers (its changelog)"),
+)
+ALL_TOPICS = TOPICS + INTERNAL_TOPICS
 INGRESS = ("pod-updates", "pleg", "probe-results", "pod-lifecycle")
 
 
@@ -86,7 +91,7 @@ async def ensure_topics(settings: Settings) -> list[TopicChange]:
     """Create every topic that is missing; bring drifted configs back. Idempotent."""
     admin = await start_admin(settings)
     try:
-        wanted = {settings.topic(t.name): t for t in TOPICS}
+        wanted = {settings.topic(t.name): t for t in ALL_TOPICS}
         existing = set(await admin.list_topics())
         missing = [name for name in wanted if name not in existing]
         changes: list[TopicChange] = []
@@ -192,13 +197,13 @@ async def describe(settings: Settings) -> dict[str, dict[str, str]]:
     """Partitions and the configs podledger manages, as the broker reports them."""
     admin = await start_admin(settings)
     try:
-        names = [settings.topic(t.name) for t in TOPICS]
+        names = [settings.topic(t.name) for t in ALL_TOPICS]
         existing = set(await admin.list_topics())
         present = [n for n in names if n in existing]
         partitions = await topic_partitions(admin, present) if present else {}
         configs = await topic_configs(admin, present) if present else {}
         result: dict[str, dict[str, str]] = {}
-        for spec in TOPICS:
+        for spec in ALL_TOPICS:
             name = settings.topic(spec.name)
             if name not in existing:
                 result[name] = {"state": "missing"}

@@ -6,7 +6,7 @@ import asyncio
 import dataclasses
 
 import pytest
-from podledger.streams.topics import TOPICS, describe, ensure_topics, start_admin, topic_configs
+from podledger.streams.topics import ALL_TOPICS, describe, ensure_topics, start_admin, topic_configs
 
 from podledger.config import Settings
 from podledger.errors import UserError
@@ -23,6 +23,7 @@ EXPECTED_CLEANUP = {
     "pod-status-history": "delete",
     "pod-deletions": "delete",
     "dead-letter": "delete",
+    "fold-state": "compact",
 }
 
 
@@ -33,7 +34,7 @@ def test_create_twice_then_read_configs_back(settings: Settings) -> None:
     assert {c.action for c in second} == {"unchanged"}
 
     described = asyncio.run(describe(settings))
-    for spec in TOPICS:
+    for spec in ALL_TOPICS:
         info = described[settings.topic(spec.name)]
         assert info["partitions"] == str(settings.partitions)
         assert info["cleanup.policy"] == EXPECTED_CLEANUP[spec.name]
@@ -86,7 +87,7 @@ def test_cli_topics_create_prints_what_it_did(settings: Settings, podledger_proc
     }
     proc = podledger_process(["topics", "create"], env=env)
     assert proc.proc.wait(60) == 0, proc.output()
-    assert proc.output().count("created") == len(TOPICS)
+    assert proc.output().count("created") == len(ALL_TOPICS)
     again = podledger_process(["topics", "create"], env=env)
     assert again.proc.wait(60) == 0, again.output()
-    assert again.output().count("unchanged") == len(TOPICS)
+    assert again.output().count("unchanged") == len(ALL_TOPICS)
