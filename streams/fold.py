@@ -7,7 +7,7 @@ A pod record is a plain dict:
     uid, namespace, name, node, source    identity
     pod           the desired pod from pod-updates (its status is what the API last reported)
     runtime       the latest runtime snapshot from pleg (None before the first)
-    probes        {container: {probe: {container_id, result}}} from probe-results
+    probes        {container: {container id: {probe: result}}} from probe-results
     reasons       {container: {reason, message}}: the pod worker's last sync errors (reason cache)
     terminating   the pod worker started terminating the pod
     terminated    the pod worker terminated it (no container can run any more)
@@ -193,9 +193,13 @@ def _apply(
     elif at.topic == "pleg":
         record["runtime"] = event.runtime
     elif at.topic == "probe-results":
-        container = dict(record["probes"].get(event.container_name) or {})
-        container[event.probe] = {"container_id": event.container_id, "result": event.result}
-        record["probes"] = {**record["probes"], event.container_name: container}
+        # Results belong to a container *instance* (its id), as in the kubelet's results managers;
+        # only the two newest instances of a container are kept (the current and the one before).
+        by_id = dict(record["probes"].get(event.container_name) or {})
+        results = dict(by_id.pop(event.container_id, None) or {})
+        results[event.probe] = event.result
+        by_id[event.container_id] = results
+        record["probes"] = {**record["probes"], event.container_name: dict(list(by_id.items())[-2:])}
     elif event.kind == "sync_result":
         record["reasons"] = {
             r["container"]: {"reason": r["reason"], "message": r.get("message", "")}

@@ -10,7 +10,7 @@ Runtime snapshot (pleg value `runtime`):
                      "restart_count", "image", "image_id"}],
      "ips": [...], "host_ips": [...], "runtime_type": "process",
      "sandbox": {"id", "ready": bool} | None}
-Probe results: {container name: {probe type: {"container_id": cid, "result": Success|Failure|Unknown}}}
+Probe results: {container name: {container id: {probe type: Success|Failure|Unknown}}}
 Reason cache: {container name: {"reason": "CrashLoopBackOff", "message": "..."}}
 """
 
@@ -484,10 +484,8 @@ def convert_container_statuses(
 
 
 def _probe_result(probes: JSONDict | None, status: JSONDict, kind: str) -> str | None:
-    entry = ((probes or {}).get(status["name"]) or {}).get(kind)
-    if entry and entry.get("container_id") == status.get("containerID"):
-        return str(entry.get("result"))
-    return None
+    results = ((probes or {}).get(status["name"]) or {}).get(status.get("containerID") or "") or {}
+    return results.get(kind)
 
 
 def _has_probe(container: JSONDict, kind: str) -> bool:

@@ -190,3 +190,76 @@ def test_held_event_older_than_the_partition_clock_expires_in_its_own_batch() ->
     [(partition, letter)] = fold.batch.outputs
     assert partition == 2 and letter.value.reason == "unknown_pod"
     assert fold.batch.changed[b"stranger"][1]["held"] == []
+
+
+def _two_container_pod() -> dict:
+    pod = copy.deepcopy(POD)
+    pod["spec"]["containers"] = [
+        {"name": "c1", "image": "a", "readinessProbe": {"exec": {"command": ["true"]}}},
+        {"name": "c2", "image": "b", "readinessProbe": {"exec": {"command": ["true"]}}},
+    ]
+    return pod
+
+
+def _running_runtime(*names: str) -> dict:
+    return {
+        "containers": [
+            {
+                "id": n,
+                "name": n,
+                "state": "running",
+                "created_at": "2025-11-21T04:40:00Z",
+                "started_at": "2025-11-21T04:40:01Z",
+                "restart_count": 0,
+            }
+            for n in names
+        ],
+        "ips": ["127.0.0.1"],
+        "sandbox": {"id": "s", "ready": True},
+    }
+
+
+def test_set_container_readiness() -> None:
+    """TestSetContainerReadiness, through the fold: readiness results regenerate Ready."""
+    pod = _two_container_pod()
+    record, _ = fold_event(None, at(1), update("ADD", pod))
+    ready_of = lambda r: {c["type"]: c["status"] for c in r["status"]["conditions"]}["Ready"]  # noqa: E731
+
+    def result(offset: int, container: str, value: str, cid: str | None = None) -> tuple:
+        event = models.ProbeResult(
+            "u-1", "n1", container, cid or f"process://{container}", "readiness", value, T0
+        )
+        return fold_event(record, at(offset, topic="probe-results"), event)
+
+    # Before the containers run (no runtime status yet): a result changes nothing.
+    record, outputs = result(1, "c1", "Success")
+    assert [o.topic for o in outputs] == ["journal"]
+    started = models.PlegEvent("u-1", "n1", "ContainerStarted", "c2", _running_runtime("c1", "c2"), T0)
+    record, _ = fold_event(record, at(1, topic="pleg"), started)
+    version = record["version"]
+    # The same value again: no new version.
+    record, outputs = result(2, "c1", "Success")
+    assert record["version"] == version and ready_of(record) == "False"
+    # c2 becomes ready: one new version, and the pod is Ready.
+    record, outputs = result(3, "c2", "Success")
+    assert record["version"] == version + 1 and ready_of(record) == "True"
+    # A result for a container id the pod does not run now: nothing changes.
+    record, outputs = result(4, "c2", "Failure", cid="process://gone")
+    assert record["version"] == version + 1 and ready_of(record) == "True"
+    # c1 fails readiness: Ready goes False again in one new version.
+    record, outputs = result(5, "c1", "Failure")
+    assert record["version"] == version + 2 and ready_of(record) == "False"
+
+
+def test_set_container_startup() -> None:
+    """TestSetContainerStartup, through the fold: startup results set `started`."""
+    pod = copy.deepcopy(POD)
+    pod["spec"]["containers"][0]["startupProbe"] = {"exec": {"command": ["true"]}}
+    record, _ = fold_event(None, at(1), update("ADD", pod))
+    started = models.PlegEvent("u-1", "n1", "ContainerStarted", "c", _running_runtime("c"), T0)
+    record, _ = fold_event(record, at(1, topic="pleg"), started)
+    assert record["status"]["containerStatuses"][0]["started"] is False
+    version = record["version"]
+    event = models.ProbeResult("u-1", "n1", "c", "process://c", "startup", "Success", T0)
+    record, _ = fold_event(record, at(1, topic="probe-results"), event)
+    assert record["status"]["containerStatuses"][0]["started"] is True and record["version"] == version + 1

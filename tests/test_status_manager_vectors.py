@@ -485,7 +485,7 @@ def test_probe_results_set_ready_and_started() -> None:
     no_result = gen.generate_api_status(p, None, runtime)
     assert no_result["containerStatuses"][0]["started"] is True
     assert no_result["containerStatuses"][0]["ready"] is False
-    probes = {"c": {"readiness": {"container_id": "process://x", "result": "Success"}}}
+    probes = {"c": {"process://x": {"readiness": "Success"}}}
     ready = gen.generate_api_status(p, None, runtime, probes=probes)
     assert ready["containerStatuses"][0]["ready"] is True
     assert {c["type"]: c["status"] for c in ready["conditions"]} == {
@@ -495,5 +495,5 @@ def test_probe_results_set_ready_and_started() -> None:
         "ContainersReady": "True",
         "PodScheduled": "True",
     }
-    stale = {"c": {"readiness": {"container_id": "process://previous", "result": "Success"}}}
+    stale = {"c": {"process://previous": {"readiness": "Success"}}}
     assert gen.generate_api_status(p, None, runtime, probes=stale)["containerStatuses"][0]["ready"] is False
