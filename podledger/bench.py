@@ -99,7 +99,9 @@ def bench_fold(
     say(f"topics {settings.topic_prefix}* ({partitions} partitions) on {settings.bootstrap}")
 
     t = time.monotonic()
-    backlog = list(workload(pods, events, nodes=max(1, pods // 100), seed=1))
+    # Events are 1 ms apart in event time; the backlog ends now, so later events are newer.
+    start_ms = int(time.time() * 1000) - events
+    backlog = list(workload(pods, events, nodes=max(1, pods // 100), seed=1, start_ms=start_ms))
     say(f"generated {len(backlog)} events for {pods} pods in {time.monotonic() - t:.1f}s")
     t = time.monotonic()
     asyncio.run(produce(settings, backlog))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -84,7 +85,7 @@ class Pipeline:
         self._recovered: set[int] = set()  # partitions whose journal tail was re-applied
         self._waiting: set[bytes] = set()  # records holding events for unannounced pods
         self._output_producer: AIOKafkaProducer | None = None
-        self._clock: dict[int, int] = {}  # partition -> newest event time folded
+        self._clock: dict[int, int] = {}  # partition -> newest pod-updates event time folded
         if fold:
             self.app.on_partitions_revoked.connect(self._on_revoked)
             ingress = self.app.topic(
@@ -170,11 +171,11 @@ class Pipeline:
         for (partition, _), meta in zip(batch.journal, delivered, strict=True):
             journal_end[partition] = max(journal_end.get(partition, -1), meta.offset)
         await asyncio.gather(*[await self._send(out, p) for p, out in batch.outputs])
-        for p, out in batch.outputs:
-            if out.topic == "dead-letter":
-                log.warning(
-                    "dead-letter %s at %s/%s/%s", out.value.reason, out.value.topic, p, out.value.offset
-                )
+        letters = Counter(out.value.reason for _, out in batch.outputs if out.topic == "dead-letter")
+        if letters:
+            log.warning(
+                "dead-lettered %s", ", ".join(f"{n} {reason}" for reason, n in sorted(letters.items()))
+            )
         producer = await self._producer()
         writes = [
             await self.state.put(producer, key, p, record) for key, (p, record) in batch.changed.items()

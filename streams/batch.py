@@ -46,7 +46,7 @@ class Batch:
     journal: list[tuple[int, Output]] = field(default_factory=list)
     outputs: list[tuple[int, Output]] = field(default_factory=list)
     changed: dict[bytes, tuple[int, JSONDict | None]] = field(default_factory=dict)
-    newest: dict[int, int] = field(default_factory=dict)  # partition -> newest event time seen
+    newest: dict[int, int] = field(default_factory=dict)  # partition -> newest pod-updates event time
 
 
 class BatchFold:
@@ -59,9 +59,8 @@ class BatchFold:
         max_bytes: int,
         clock: dict[int, int] | None = None,
     ) -> None:
-        """`clock`: each partition's newest event time before this batch. Topics are read
-        independently, so an event held now may be older than one already folded: held events
-        expire by the partition's clock, not just by this batch's events."""
+        """`clock`: each partition's newest pod-updates event time before this batch. Held
+        events expire by it (see fold.HoldLimits), not just by this batch's events."""
         self.lookup = lookup
         self.limits = limits
         self.max_bytes = max_bytes
@@ -97,10 +96,11 @@ class BatchFold:
                     self.batch.journal.append((partition, out))
             else:
                 self.batch.outputs.append((partition, out))
-        self.batch.newest[partition] = max(self.batch.newest.get(partition, 0), at.ts_ms)
+        if at.topic == "pod-updates":  # held events expire by what pod-updates has shown
+            self.batch.newest[partition] = max(self.batch.newest.get(partition, 0), at.ts_ms)
 
     def expire_held(self, keys: set[bytes]) -> None:
-        """Dead-letter held events that are too old by their partition's newest event time.
+        """Dead-letter held events that pod-updates of their partition has passed by too far.
 
         `keys` are the records known to hold events; it gains those that started holding in this
         batch and loses those that no longer hold any."""

@@ -90,10 +90,12 @@ class HoldLimits:
     """How long events for a pod that pod-updates has not announced yet are held.
 
     Such events are normal in a race: the fold reads pleg or probe-results ahead of the
-    pod-updates partition that announces the pod. They wait in the pod's record and are applied,
-    in arrival order, right after the pod's first pod-update. A pod that is never announced
-    would hold them forever, so each pod holds at most `max_events`, none older (in event time)
-    than `max_ms` behind the newest; the rest go to dead-letter as `unknown_pod`.
+    pod-updates partition that announces the pod (topics are consumed independently, and far
+    apart while a worker catches up). They wait in the pod's record and are applied, in arrival
+    order, right after the pod's first pod-update. A pod that is never announced would hold them
+    forever, so a pod holds at most `max_events`, and an event is given up once pod-updates of
+    its partition has been read `max_ms` (event time) past it without announcing the pod. What
+    is given up goes to dead-letter as `unknown_pod`.
     """
 
     max_events: int = 100
@@ -132,26 +134,13 @@ def _hold(
     uid = event.uid
     held = [*(record or {}).get("held", []), [at.topic, at.partition, at.offset, at.ts_ms, to_dict(event)]]
     applied = {**(record or {}).get("applied", {}), at.topic: at.offset}
-    outputs: list[Output] = []
-    newest = max(h[3] for h in held)
-    keep: list[list[Any]] = []
-    for i, item in enumerate(held):
-        too_many = len(held) - i > limits.max_events
-        too_old = newest - item[3] > limits.max_ms
-        if too_many or too_old:
-            why = (
-                f"held beyond {limits.max_events} events"
-                if too_many
-                else f"held longer than {limits.max_ms} ms"
-            )
-            outputs.append(
-                _dead_letter_unknown_pod(uid, Coordinates(*item[:4]), from_dict(item[0], item[4]), why)
-            )
-        else:
-            keep.append(item)
-    if not keep:
-        return {"uid": uid, "pod": None, "held": [], "applied": applied}, outputs
-    return {"uid": uid, "pod": None, "held": keep, "applied": applied}, outputs
+    overflow = max(len(held) - limits.max_events, 0)
+    why = f"held beyond {limits.max_events} events"
+    outputs = [
+        _dead_letter_unknown_pod(uid, Coordinates(*item[:4]), from_dict(item[0], item[4]), why)
+        for item in held[:overflow]
+    ]
+    return {"uid": uid, "pod": None, "held": held[overflow:], "applied": applied}, outputs
 
 
 def expire_held(

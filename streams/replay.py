@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 from podledger.schemas import DecodeError, from_dict
+from podledger.streams.batch import BatchFold
 from podledger.streams.fold import (
     DEFAULT_HOLD,
     Coordinates,
@@ -21,7 +22,6 @@ from podledger.streams.fold import (
     Output,
     dead_letter,
     expire_held,
-    fold_event,
 )
 
 JSONDict = dict[str, Any]
@@ -80,10 +80,11 @@ def parse_line(line_no: int, line: bytes | str) -> tuple[Coordinates, Any] | Out
 def replay(
     lines: Iterable[bytes | str], limits: HoldLimits = DEFAULT_HOLD, stats: ReplayStats | None = None
 ) -> Iterator[Output]:
-    """Fold every line in order; yield every output the live fold would publish."""
+    """Fold every line in order, one line a batch; yield every output the live fold would publish."""
     stats = stats if stats is not None else ReplayStats()
-    records: dict[str, JSONDict] = {}
-    newest = 0
+    records: dict[bytes, JSONDict] = {}
+    waiting: set[bytes] = set()
+    clock: dict[int, int] = {}
     for line_no, line in enumerate(lines, start=1):
         stats.lines += 1
         if not line.strip():
@@ -95,21 +96,23 @@ def replay(
             continue
         at, event = parsed
         stats.events += 1
-        newest = max(newest, at.ts_ms)
-        uid = event.uid
-        record, outputs = fold_event(records.get(uid), at, event, limits)
-        if record is None:
-            records.pop(uid, None)
-        else:
-            records[uid] = record
-            stats.pods.add(uid)
-        for out in outputs:
+        fold = BatchFold(records.get, limits, 1 << 62, clock)
+        fold.add_event(at, event, journal=True)
+        fold.expire_held(waiting)
+        clock = fold.batch.newest
+        for key, (_, record) in fold.batch.changed.items():
+            if record is None:
+                records.pop(key, None)
+            else:
+                records[key] = record
+                stats.pods.add(key.decode())
+        for _, out in fold.batch.journal + fold.batch.outputs:
             stats.versions += out.topic == "pod-status-history"
             stats.rejected += out.topic == "dead-letter"
             yield out
     # The input is over: events still waiting for their pod will never see it.
-    for record in records.values():
-        if record.get("held"):
-            _, outputs = expire_held(record, newest + limits.max_ms + 1, limits)
-            stats.rejected += len(outputs)
-            yield from outputs
+    for key in waiting:
+        record = records[key]
+        _, outputs = expire_held(record, max(h[3] for h in record["held"]) + limits.max_ms + 1, limits)
+        stats.rejected += len(outputs)
+        yield from outputs

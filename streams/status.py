@@ -217,6 +217,21 @@ def _all_statuses(
     return [*(init_statuses or []), *(statuses or [])]
 
 
+def _containers_condition(
+    type_: str, reason: str, unknown: list[str], what: str, names: list[str]
+) -> JSONDict:
+    """True, or False with `reason` and "containers with unknown status: [..], containers with
+    <what> status: [..]"."""
+    messages = []
+    if unknown:
+        messages.append(f"containers with unknown status: {go_list(unknown)}")
+    if names:
+        messages.append(f"containers with {what} status: {go_list(names)}")
+    if messages:
+        return condition(type_, "False", reason, ", ".join(messages))
+    return condition(type_, "True")
+
+
 def containers_ready_condition(
     pod: JSONDict, init_statuses: list[JSONDict] | None, statuses: list[JSONDict] | None, phase: str
 ) -> JSONDict:
@@ -239,14 +254,7 @@ def containers_ready_condition(
         return condition("ContainersReady", "False", POD_COMPLETED)
     if phase == "Failed":
         return condition("ContainersReady", "False", POD_FAILED)
-    messages = []
-    if unknown:
-        messages.append(f"containers with unknown status: {go_list(unknown)}")
-    if unready:
-        messages.append(f"containers with unready status: {go_list(unready)}")
-    if messages:
-        return condition("ContainersReady", "False", CONTAINERS_NOT_READY, ", ".join(messages))
-    return condition("ContainersReady", "True")
+    return _containers_condition("ContainersReady", CONTAINERS_NOT_READY, unknown, "unready", unready)
 
 
 def ready_condition(
@@ -302,14 +310,7 @@ def initialized_condition(
         return condition("Initialized", "True", POD_COMPLETED)
     if has_any_regular_container_started(pod, everything):
         return condition("Initialized", "True")
-    messages = []
-    if unknown:
-        messages.append(f"containers with unknown status: {go_list(unknown)}")
-    if incomplete:
-        messages.append(f"containers with incomplete status: {go_list(incomplete)}")
-    if messages:
-        return condition("Initialized", "False", CONTAINERS_NOT_INITIALIZED, ", ".join(messages))
-    return condition("Initialized", "True")
+    return _containers_condition("Initialized", CONTAINERS_NOT_INITIALIZED, unknown, "incomplete", incomplete)
 
 
 def ready_to_start_containers_condition(runtime: JSONDict | None) -> JSONDict:

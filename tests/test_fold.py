@@ -7,7 +7,7 @@ import base64
 import copy
 
 from podledger.schemas import decode, models
-from podledger.streams.fold import Coordinates, HoldLimits, expire_held, fold_event
+from podledger.streams.fold import Coordinates, HoldLimits, fold_event
 
 T0 = 1_763_700_000_000  # ms
 POD = {
@@ -152,15 +152,34 @@ def test_held_events_beyond_the_count_limit_are_dead_lettered_oldest_first() -> 
     assert decode("probe-results", base64.b64decode(letters[0].value_b64)) == probe()
 
 
-def test_held_events_older_than_the_time_limit_are_dead_lettered() -> None:
+def test_held_events_expire_only_once_pod_updates_has_passed_them_by() -> None:
+    from podledger.streams.batch import BatchFold
+
     limits = HoldLimits(max_events=100, max_ms=30_000)
-    record, _ = fold_event(None, at(0, T0, "probe-results"), probe(ts=T0), limits)
-    record, outputs = fold_event(record, at(1, T0 + 31_000, "probe-results"), probe(ts=T0 + 31_000), limits)
-    assert [(o.value.reason, o.value.offset) for o in outputs] == [("unknown_pod", 0)]
-    assert "held longer than 30000 ms" in outputs[0].value.detail
-    # A pod that never gets another event is swept by event time.
-    swept, outputs = expire_held(record, T0 + 62_000, limits)
-    assert [o.value.offset for o in outputs] == [1] and swept["held"] == []
+    records: dict = {}
+    waiting: set = set()
+    clock: dict = {}
+
+    def feed(offset: int, topic: str, event: object) -> list:
+        nonlocal clock
+        fold = BatchFold(records.get, limits, 1 << 20, clock)
+        fold.add_event(at(offset, event.ts_ms, topic), event, journal=True)
+        fold.expire_held(waiting)
+        clock = fold.batch.newest
+        records.update({k: r for k, (_, r) in fold.batch.changed.items()})
+        return [out.value for _, out in fold.batch.outputs if out.topic == "dead-letter"]
+
+    # Held events far apart in event time are kept while pod-updates lags (a worker catching up).
+    assert feed(0, "probe-results", probe(uid="ghost", ts=T0)) == []
+    assert feed(1, "probe-results", probe(uid="ghost", ts=T0 + 120_000)) == []
+    # pod-updates of the partition reaches 31 s past the first: that one is given up, not the other.
+    other = models.PodUpdate(
+        "ADD", "api", "n1", {**POD, "metadata": {**POD["metadata"], "uid": "u-2"}}, T0 + 31_000
+    )
+    letters = feed(0, "pod-updates", other)
+    assert [(d.reason, d.offset) for d in letters] == [("unknown_pod", 0)]
+    assert "held longer than 30000 ms" in letters[0].detail
+    assert [h[2] for h in records[b"ghost"]["held"]] == [1]
 
 
 def test_held_events_of_a_pod_removed_at_once_are_dead_lettered() -> None:
