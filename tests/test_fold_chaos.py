@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import random
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -24,7 +23,7 @@ from podledger.streams.topics import ensure_topics
 from podledger.config import Settings
 from podledger.workload import produce, workload
 from tests.conftest import read_topic, wait_for
-from tests.test_fold_pipeline import assert_versions_have_no_gaps, fold_env, history_by_version
+from tests.test_fold_pipeline import assert_versions_have_no_gaps, fold_env, history_by_version, offline_fold
 
 pytestmark = pytest.mark.kafka
 
@@ -80,14 +79,8 @@ def test_two_workers_killed_at_random_lose_nothing_and_never_disagree(
     latest = assert_versions_have_no_gaps(history)
     assert len(latest) == PODS
 
-    journal_file = tmp_path / "journal.jsonl"
-    journal_file.write_bytes(b"\n".join(v for _, _, v in journal) + b"\n")
-    offline = subprocess.run(
-        [sys.executable, "-m", "podledger.cli", "fold", str(journal_file)], capture_output=True, timeout=300
-    )
-    assert offline.returncode == 0, offline.stderr
     final_offline: dict[str, tuple[int, bytes]] = {}
-    for line in offline.stdout.splitlines():
+    for line in offline_fold(journal, tmp_path):
         vs = decode("pod-status-history", line)
         final_offline[vs.uid] = (vs.version, encode(vs.status))
     final_live = {uid: (version, history[(uid, version)]) for uid, version in latest.items()}

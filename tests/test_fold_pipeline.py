@@ -55,6 +55,17 @@ def assert_versions_have_no_gaps(history: dict[tuple[str, int], bytes]) -> dict[
     return {uid: max(v) for uid, v in last.items()}
 
 
+def offline_fold(journal: list[tuple[int, bytes, bytes]], tmp_path: Path) -> list[bytes]:
+    """`podledger fold` over the journal messages: the history it prints, line by line."""
+    journal_file = tmp_path / "journal.jsonl"
+    journal_file.write_bytes(b"\n".join(v for _, _, v in journal) + b"\n")
+    offline = subprocess.run(
+        [sys.executable, "-m", "podledger.cli", "fold", str(journal_file)], capture_output=True, timeout=300
+    )
+    assert offline.returncode == 0, offline.stderr
+    return offline.stdout.splitlines()
+
+
 async def send_raw(settings: Settings, topic: str, node: str, key: bytes, value: bytes, ts_ms: int) -> None:
     producer = AIOKafkaProducer(bootstrap_servers=settings.bootstrap, max_request_size=4 << 20)
     await producer.start()
@@ -149,16 +160,11 @@ def test_live_fold_and_offline_fold_of_its_journal_agree_and_bad_input_is_dead_l
     assert len(latest) == PODS
 
     # The offline fold over the journal reproduces the live history exactly.
-    journal_file = tmp_path / "journal.jsonl"
-    journal_file.write_bytes(b"\n".join(v for _, _, v in journal) + b"\n")
-    offline = subprocess.run(
-        [sys.executable, "-m", "podledger.cli", "fold", str(journal_file)], capture_output=True, timeout=120
-    )
-    assert offline.returncode == 0, offline.stderr
-    offline_history = history_by_version([(0, b"", line) for line in offline.stdout.splitlines()])
+    offline_lines = offline_fold(journal, tmp_path)
+    offline_history = history_by_version([(0, b"", line) for line in offline_lines])
     assert offline_history == history
     live_values = {(v.uid, v.version): v for v in (decode("pod-status-history", m[2]) for m in history_msgs)}
-    for line in offline.stdout.splitlines():
+    for line in offline_lines:
         vs = decode("pod-status-history", line)
         assert vs == live_values[(vs.uid, vs.version)]  # cause and all
 
