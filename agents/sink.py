@@ -1,67 +1,321 @@
-"""The apiserver sink: the only writer of pod status to the kube-apiserver.
+"""The apiserver sink: the only writer of pod status to the kube-apiserver (spec R5.8, R5.9).
 
-Walking-skeleton subset of the status manager's syncPod (spec R5.9): GET the pod, drop the
-status when the API pod's UID differs (the pod was recreated), merge the kubelet-owned
-conditions over the API's others, and PATCH pods/status with the UID as a precondition.
-Version bookkeeping, coalescing, reconcile and deletions arrive with the sink issue.
+It does what the kubelet's status manager does in syncBatch/syncPod, with the log as its memory:
+
+- It reads pod-status from the start of its partitions (a compacted topic: one latest version
+  per pod) and keeps, per pod, only the newest version (coalescing: a pod that changed ten
+  times while the apiserver was slow is written once).
+- It writes a version only when it is newer than the last one written (the kubelet's
+  apiStatusVersions), which it keeps in the compacted `sink-state` topic, so a restarted sink
+  neither rewrites everything nor forgets anything.
+- syncPod: GET the pod; drop the status if the API pod has another UID (it was recreated);
+  merge per mergePodStatus; PATCH pods/status with the UID as a precondition, or make no call
+  when the patch is only the UID. NotFound is ignored; other errors are retried with backoff
+  for that pod alone. Every call takes a token from the client's QPS/burst limiter.
+- Every reconcile period, pods whose API status no longer shows what we wrote (someone else
+  changed a kubelet-owned part) are written again.
+- A finished pod whose API copy has a deletionTimestamp and a terminal phase is DELETEd with
+  grace 0 and a UID precondition, announced on pod-deletions, and forgotten. Mirror pods never.
+
+The decisions are pure functions in streams/api_sync.py; this module only moves data.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import heapq
 import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
+import orjson
+from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from podledger.agents.kube import Kube, KubeError
-from podledger.schemas.models import VersionedPodStatus
-from podledger.streams.status import KUBELET_OWNED_CONDITIONS
+from podledger.schemas import DecodeError, decode, models
+from podledger.streams import api_sync
+
+from podledger.config import Settings
 
 log = logging.getLogger("podledger.sink")
 JSONDict = dict[str, Any]
 
-
-def merge_pod_status(api_status: JSONDict, cached: JSONDict) -> JSONDict:
-    """Conditions the kubelet does not own stay as the API has them; the rest is ours."""
-    others = [c for c in api_status.get("conditions") or [] if c.get("type") not in KUBELET_OWNED_CONDITIONS]
-    owned = [c for c in cached.get("conditions") or [] if c.get("type") in KUBELET_OWNED_CONDITIONS]
-    return {**cached, "conditions": others + owned}
+RETRY_FIRST_S = 0.5
+RETRY_MAX_S = 30.0
 
 
-def status_patch(uid: str, merged: JSONDict) -> JSONDict:
-    """The strategic-merge patch body; metadata.uid makes the apiserver refuse a recreated pod."""
-    return {"metadata": {"uid": uid}, "status": merged}
+@dataclass
+class PodEntry:
+    """What the sink knows of one pod (keyed by the UID its status is written through)."""
+
+    desired: models.VersionedPodStatus
+    written: int = 0  # last version written to the apiserver (apiStatusVersions)
+    failures: int = 0
+    queued: bool = False
+
+
+def status_uid(vs: models.VersionedPodStatus) -> str | None:
+    """The API pod a status is written through: the mirror for a static pod (None: no mirror yet)."""
+    if vs.static:
+        return vs.mirror_uid
+    return vs.uid
 
 
 class Sink:
-    def __init__(self, kube: Kube) -> None:
+    def __init__(
+        self,
+        kube: Kube,
+        settings: Settings,
+        *,
+        publish: Callable[[str, str, Any, str], Awaitable[None]],
+        workers: int = 8,
+        reconcile_s: float = 10.0,
+    ) -> None:
         self.kube = kube
+        self.settings = settings
+        self.publish = publish  # (topic, key, value, node) -> None
+        self.workers = workers
+        self.reconcile_s = reconcile_s
+        self.pods: dict[str, PodEntry] = {}
+        self.written: dict[str, int] = {}  # restored from sink-state before pods are known
+        self._due: list[tuple[float, str]] = []  # (when, uid) heap of pods to sync
+        self._wake = asyncio.Event()
+        self.stats = {"gets": 0, "patches": 0, "unchanged": 0, "deletes": 0, "errors": 0, "dropped": 0}
 
-    async def write(self, vs: VersionedPodStatus) -> bool:
-        """Write one versioned status; True when the apiserver now holds it."""
-        return await asyncio.to_thread(self._sync_pod, vs)
+    # ------------------------------------------------------------------ input
 
-    def _sync_pod(self, vs: VersionedPodStatus) -> bool:
+    def offer(self, vs: models.VersionedPodStatus) -> None:
+        """A version from pod-status: keep only the newest per pod, schedule it if unwritten."""
+        uid = status_uid(vs)
+        if uid is None:
+            return  # a static pod without a mirror pod is not synced (R5.8)
+        entry = self.pods.get(uid)
+        if entry is None:
+            entry = self.pods[uid] = PodEntry(vs, written=self.written.get(uid, 0))
+        elif vs.version <= entry.desired.version and vs.uid == entry.desired.uid:
+            return
+        entry.desired = vs
+        if vs.version > entry.written:
+            self._schedule(uid, 0.0)
+
+    def forget(self, uid: str) -> None:
+        """The pod left pod-status (tombstone): drop its state (RemoveOrphanedStatuses)."""
+        for key, entry in list(self.pods.items()):
+            if entry.desired.uid == uid:
+                self.pods.pop(key, None)
+
+    def _schedule(self, uid: str, delay: float) -> None:
+        entry = self.pods.get(uid)
+        if entry is None or entry.queued:
+            return
+        entry.queued = True
+        heapq.heappush(self._due, (time.monotonic() + delay, uid))
+        self._wake.set()
+
+    # ------------------------------------------------------------------ the loops
+
+    async def run(self) -> None:
+        await self._restore_written()
+        await asyncio.gather(
+            self._consume(),
+            self._reconcile_loop(),
+            *(self._worker() for _ in range(self.workers)),
+        )
+
+    async def _next_due(self) -> str:
+        while True:
+            if self._due and self._due[0][0] <= time.monotonic():
+                _, uid = heapq.heappop(self._due)
+                return uid
+            self._wake.clear()
+            timeout = self._due[0][0] - time.monotonic() if self._due else None
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout)
+
+    async def _worker(self) -> None:
+        while True:
+            uid = await self._next_due()
+            entry = self.pods.get(uid)
+            if entry is None:
+                continue
+            entry.queued = False
+            vs = entry.desired
+            if vs.version <= entry.written:
+                continue
+            try:
+                outcome = await asyncio.to_thread(self._sync_pod, uid, vs)
+            except KubeError as exc:
+                entry.failures += 1
+                self.stats["errors"] += 1
+                delay = min(RETRY_FIRST_S * 2 ** (entry.failures - 1), RETRY_MAX_S)
+                log.warning(
+                    "sync %s/%s v%d failed (%s); retry in %.1fs",
+                    vs.namespace,
+                    vs.name,
+                    vs.version,
+                    exc,
+                    delay,
+                )
+                self._schedule(uid, delay)
+                continue
+            entry.failures = 0
+            await self._after_sync(uid, entry, vs, outcome)
+
+    async def _after_sync(
+        self, uid: str, entry: PodEntry, vs: models.VersionedPodStatus, outcome: str
+    ) -> None:
+        if outcome in ("patched", "unchanged", "deleted"):
+            entry.written = max(entry.written, vs.version)
+            await self.publish("sink-state", uid, {"version": entry.written}, vs.node)
+        if outcome == "deleted":
+            deletion = models.PodDeletion(
+                vs.uid, vs.namespace, vs.name, vs.node, vs.version, int(time.time() * 1000)
+            )
+            await self.publish("pod-deletions", vs.uid, deletion, vs.node)
+            await self.publish("sink-state", uid, None, vs.node)
+            self.pods.pop(uid, None)
+        elif outcome == "recreated":
+            self.pods.pop(uid, None)  # the status belongs to a pod that no longer exists
+        if uid in self.pods and entry.desired.version > entry.written:
+            self._schedule(uid, 0.0)  # a newer version arrived while we wrote
+
+    # ------------------------------------------------------------------ syncPod (in a thread)
+
+    def _sync_pod(self, uid: str, vs: models.VersionedPodStatus) -> str:
+        """One syncPod: 'missing', 'recreated', 'unchanged', 'patched' or 'deleted'."""
+        self.stats["gets"] += 1
         try:
             api_pod = self.kube.get_pod(vs.namespace, vs.name)
         except KubeError as exc:
-            if not exc.not_found:
-                log.warning("get pod %s/%s failed: %s", vs.namespace, vs.name, exc)
-            return False
-        api_uid = api_pod["metadata"]["uid"]
-        if api_uid != (vs.mirror_uid or vs.uid):
-            log.info(
-                "pod %s/%s was recreated (uid %s, status for %s): dropped",
-                vs.namespace,
-                vs.name,
-                api_uid,
-                vs.uid,
-            )
-            return False
-        merged = merge_pod_status(api_pod.get("status") or {}, vs.status)
+            if exc.not_found:
+                return "missing"
+            raise
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        fields = {
+            "status": vs.status,
+            "version": vs.version,
+            "could_have_running_containers": vs.could_have_running_containers,
+        }
+        decision = api_sync.sync_decision(uid, api_pod, fields, None, now=now)
+        if decision.action == "drop-recreated":
+            self.stats["dropped"] += 1
+            log.info("%s/%s was recreated; dropping the status of %s", vs.namespace, vs.name, uid)
+            return "recreated"
+        if decision.action == "unchanged":
+            self.stats["unchanged"] += 1
+            outcome = "unchanged"
+        else:
+            assert decision.patch is not None
+            api_pod = self.kube.patch_pod_status(vs.namespace, vs.name, decision.patch)
+            self.stats["patches"] += 1
+            outcome = "patched"
+        is_mirror = vs.static or api_sync.is_mirror_pod(api_pod)
+        if api_sync.can_be_deleted(api_pod, vs.finished, is_mirror):
+            try:
+                self.kube.delete_pod(vs.namespace, vs.name, grace_seconds=0, uid=uid)
+            except KubeError as exc:
+                if not exc.not_found:
+                    log.warning("delete %s/%s failed: %s", vs.namespace, vs.name, exc)
+                    return outcome
+            self.stats["deletes"] += 1
+            return "deleted"
+        return outcome
+
+    # ------------------------------------------------------------------ reconcile
+
+    async def _reconcile_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.reconcile_s)
+            try:
+                await self.reconcile()
+            except KubeError as exc:
+                log.warning("reconcile skipped: %s", exc)
+
+    async def reconcile(self) -> int:
+        """Rewrite pods whose API status lost what we wrote; returns how many were queued."""
+        written = {uid: e for uid, e in self.pods.items() if e.written >= e.desired.version and not e.queued}
+        if not written:
+            return 0
+        listing = await asyncio.to_thread(self.kube.list_pods)
+        by_uid = {p["metadata"]["uid"]: p for p in listing.get("items") or []}
+        queued = 0
+        for uid, entry in written.items():
+            api_pod = by_uid.get(uid)
+            if api_pod is None:
+                continue
+            if api_sync.needs_reconcile(api_pod.get("status") or {}, entry.desired.status, api_pod):
+                entry.written = 0  # as the kubelet deletes apiStatusVersions[uid]
+                self._schedule(uid, 0.0)
+                queued += 1
+        if queued:
+            log.info("reconcile: %d pods drifted from their written status", queued)
+        return queued
+
+    # ------------------------------------------------------------------ Kafka
+
+    async def _restore_written(self) -> None:
+        """Last written versions from the compacted sink-state topic."""
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=self.settings.bootstrap,
+            enable_auto_commit=False,
+            group_id=None,
+            auto_offset_reset="earliest",
+            **self.settings.kafka_client_options(),
+        )
+        await consumer.start()
         try:
-            self.kube.patch_pod_status(vs.namespace, vs.name, status_patch(api_uid, merged))
-        except KubeError as exc:
-            log.warning("patch status of %s/%s v%d failed: %s", vs.namespace, vs.name, vs.version, exc)
-            return False
-        log.info("patched %s/%s to version %d", vs.namespace, vs.name, vs.version)
-        return True
+            topic = self.settings.topic("sink-state")
+            tps = [TopicPartition(topic, p) for p in range(self.settings.partitions)]
+            consumer.assign(tps)
+            ends = await consumer.end_offsets(tps)
+            await consumer.seek_to_beginning(*tps)
+            for tp in tps:
+                while await consumer.position(tp) < ends[tp]:
+                    for message in (await consumer.getmany(tp, timeout_ms=1000)).get(tp, []):
+                        key = message.key.decode()
+                        if message.value is None:
+                            self.written.pop(key, None)
+                        else:
+                            self.written[key] = int(orjson.loads(message.value)["version"])
+        finally:
+            await consumer.stop()
+        log.info("sink: restored %d written versions", len(self.written))
+
+    async def _consume(self) -> None:
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=self.settings.bootstrap,
+            group_id=f"{self.settings.topic_prefix}sink",
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            **self.settings.kafka_client_options(),
+        )
+        consumer.subscribe([self.settings.topic("pod-status")], listener=_FromTheStart(consumer))
+        await consumer.start()
+        try:
+            async for message in consumer:
+                if message.value is None:
+                    self.forget(message.key.decode())
+                    continue
+                try:
+                    self.offer(decode("pod-status", message.value))
+                except DecodeError as exc:
+                    log.warning("skipping an undecodable pod-status value at %s: %s", message.offset, exc)
+        finally:
+            await consumer.stop()
+
+
+class _FromTheStart(ConsumerRebalanceListener):  # type: ignore[misc]
+    """pod-status is compacted: its whole content is the state to sync, so every assignment
+    reads it from the start (what was written is known from sink-state)."""
+
+    def __init__(self, consumer: AIOKafkaConsumer) -> None:
+        self.consumer = consumer
+
+    async def on_partitions_revoked(self, revoked: Any) -> None:
+        pass
+
+    async def on_partitions_assigned(self, assigned: Any) -> None:
+        if assigned:
+            await self.consumer.seek_to_beginning(*assigned)

@@ -231,12 +231,18 @@ def run_pipeline(
 
     if "sink" in roles:
         assert kube is not None
-        sink = Sink(kube)
+        sink = Sink(
+            kube,
+            settings,
+            publish=pipeline.publish,
+            workers=settings.sink_workers,
+            reconcile_s=settings.sink_reconcile_ms / 1000,
+        )
 
-        async def write_status(_: Pipeline, vs: Any) -> None:
-            await sink.write(vs)
+        async def apiserver_sink(_: Pipeline) -> None:
+            await sink.run()
 
-        pipeline.add_agent("pod-status", write_status)
+        pipeline.add_task(apiserver_sink)
 
     if on_status is not None:
 

@@ -40,6 +40,8 @@ class Settings:
     session_timeout_ms: int = 10_000  # a worker that stops heartbeating loses its partitions after this
     sink_qps: float = 50.0
     sink_burst: int = 100
+    sink_workers: int = 8  # pods synced at once (each call still takes a QPS token)
+    sink_reconcile_ms: int = 10_000  # how often API statuses are checked for drift
     log_level: str = "warning"
     data_dir: str = ""  # Faust's table data; defaults to a folder under the cache
     # Kafka client security, passed through to aiokafka and Faust.

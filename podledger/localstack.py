@@ -27,7 +27,7 @@ import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from podledger.errors import UserError
@@ -424,10 +424,28 @@ class KubeHandle:
     pids: list[int]
     workdir: str
     logs: list[str]
+    api_args: list[str] = field(default_factory=list)  # how the apiserver was started
 
     def stop(self) -> None:
         for pid in self.pids:  # apiserver first, then etcd
             stop_process(pid)
+
+    def stop_apiserver(self) -> None:
+        """Stop only kube-apiserver (etcd keeps the data): an apiserver outage."""
+        stop_process(self.pids[0])
+
+    def start_apiserver(self, timeout: float = 120.0) -> None:
+        """Start kube-apiserver again on the same port, over the same etcd."""
+        log_path = Path(self.logs[0])
+        self.pids[0] = _spawn(self.api_args, log_path, detached=False)
+        cafile = Path(self.workdir) / "pki" / "ca.crt"
+        _wait_until(
+            lambda: _api_ready(self.server, self.token, cafile),
+            self.pids[0],
+            timeout,
+            "kube-apiserver",
+            log_path,
+        )
 
 
 def _openssl(*args: str, cwd: Path) -> None:
@@ -563,50 +581,38 @@ def start_kube(workdir: Path, *, detached: bool = False, timeout: float = 120.0)
 
     api_log = workdir / "kube-apiserver.log"
     server = f"https://127.0.0.1:{api_port}"
+    api_args = [
+        str(apiserver),
+        f"--etcd-servers=http://127.0.0.1:{etcd_port}",
+        "--bind-address=127.0.0.1",
+        "--advertise-address=127.0.0.1",
+        f"--secure-port={api_port}",
+        f"--tls-cert-file={pki / 'serving.crt'}",
+        f"--tls-private-key-file={pki / 'serving.key'}",
+        f"--client-ca-file={pki / 'ca.crt'}",
+        f"--token-auth-file={workdir / 'tokens.csv'}",
+        "--authorization-mode=RBAC",
+        f"--service-account-key-file={pki / 'sa.pub'}",
+        f"--service-account-signing-key-file={pki / 'sa.key'}",
+        "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+        "--service-cluster-ip-range=10.96.0.0/16",
+        # No controller-manager runs here to create the default ServiceAccount.
+        "--disable-admission-plugins=ServiceAccount",
+        "--enable-priority-and-fairness=false",
+        "--profiling=false",
+        "--endpoint-reconciler-type=none",
+        f"--cert-dir={workdir / 'certs'}",
+        "-v=0",
+    ]
     try:
-        api_pid = _spawn(
-            [
-                str(apiserver),
-                f"--etcd-servers=http://127.0.0.1:{etcd_port}",
-                "--bind-address=127.0.0.1",
-                "--advertise-address=127.0.0.1",
-                f"--secure-port={api_port}",
-                f"--tls-cert-file={pki / 'serving.crt'}",
-                f"--tls-private-key-file={pki / 'serving.key'}",
-                f"--client-ca-file={pki / 'ca.crt'}",
-                f"--token-auth-file={workdir / 'tokens.csv'}",
-                "--authorization-mode=RBAC",
-                f"--service-account-key-file={pki / 'sa.pub'}",
-                f"--service-account-signing-key-file={pki / 'sa.key'}",
-                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-                "--service-cluster-ip-range=10.96.0.0/16",
-                # No controller-manager runs here to create the default ServiceAccount.
-                "--disable-admission-plugins=ServiceAccount",
-                "--enable-priority-and-fairness=false",
-                "--profiling=false",
-                "--endpoint-reconciler-type=none",
-                f"--cert-dir={workdir / 'certs'}",
-                "-v=0",
-            ],
-            api_log,
-            detached=detached,
-        )
+        api_pid = _spawn(api_args, api_log, detached=detached)
     except BaseException:
         stop_process(etcd_pid)
         raise
-
-    ctx = ssl.create_default_context(cafile=str(pki / "ca.crt"))
-
-    def api_ready() -> bool:
-        req = urllib.request.Request(f"{server}/readyz", headers={"Authorization": f"Bearer {token}"})
-        try:
-            with urllib.request.urlopen(req, timeout=2, context=ctx) as r:
-                return r.status == 200
-        except (OSError, urllib.error.URLError):
-            return False
-
     try:
-        _wait_until(api_ready, api_pid, timeout, "kube-apiserver", api_log)
+        _wait_until(
+            lambda: _api_ready(server, token, pki / "ca.crt"), api_pid, timeout, "kube-apiserver", api_log
+        )
     except BaseException:
         stop_process(api_pid)
         stop_process(etcd_pid)
@@ -614,8 +620,24 @@ def start_kube(workdir: Path, *, detached: bool = False, timeout: float = 120.0)
     kubeconfig = workdir / "kubeconfig"
     write_kubeconfig(kubeconfig, server, pki / "ca.crt", token)
     return KubeHandle(
-        str(kubeconfig), server, token, [api_pid, etcd_pid], str(workdir), [str(api_log), str(etcd_log)]
+        str(kubeconfig),
+        server,
+        token,
+        [api_pid, etcd_pid],
+        str(workdir),
+        [str(api_log), str(etcd_log)],
+        api_args,
     )
+
+
+def _api_ready(server: str, token: str, cafile: Path) -> bool:
+    ctx = ssl.create_default_context(cafile=str(cafile))
+    req = urllib.request.Request(f"{server}/readyz", headers={"Authorization": f"Bearer {token}"})
+    try:
+        with urllib.request.urlopen(req, timeout=2, context=ctx) as r:
+            return bool(r.status == 200)
+    except (OSError, urllib.error.URLError):
+        return False
 
 
 # --------------------------------------------------------------------------- shared instances

@@ -19,7 +19,7 @@ from podledger.schemas import DecodeError, decode, encode
 from podledger.streams.batch import Batch, BatchFold, marker_key
 from podledger.streams.fold import Coordinates, HoldLimits, Output
 from podledger.streams.state import FoldState
-from podledger.streams.topics import INGRESS, TOPICS
+from podledger.streams.topics import ALL_TOPICS, INGRESS
 
 from podledger.config import Settings
 from podledger.partitioner import partition_for_node
@@ -78,7 +78,7 @@ class Pipeline:
                 value_serializer="raw",
                 partitions=settings.partitions,
             )
-            for spec in TOPICS
+            for spec in ALL_TOPICS
         }
         self._by_kafka_name = {settings.topic(name): name for name in INGRESS}
         self.state = FoldState(settings)

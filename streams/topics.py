@@ -49,6 +49,7 @@ TOPICS: tuple[TopicSpec, ...] = (
 # Topics only podledger reads: their values are no public contract.
 INTERNAL_TOPICS: tuple[TopicSpec, ...] = (
     TopicSpec("fold-state", "compact", -1, "the fold's pod records and journal markers (its changelog)"),
+    TopicSpec("sink-state", "compact", -1, "the last version the sink wrote, per API pod"),
 )
 ALL_TOPICS = TOPICS + INTERNAL_TOPICS
 INGRESS = ("pod-updates", "pleg", "probe-results", "pod-lifecycle")

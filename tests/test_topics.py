@@ -24,6 +24,7 @@ EXPECTED_CLEANUP = {
     "pod-deletions": "delete",
     "dead-letter": "delete",
     "fold-state": "compact",
+    "sink-state": "compact",
 }
 
 

@@ -1,0 +1,326 @@
+"""Issue 6 on the real apiserver and broker: the sink as the status manager's syncPod."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from typing import Any
+
+import orjson
+import pytest
+from aiokafka import AIOKafkaProducer
+from podledger.agents.kube import Kube, KubeError
+from podledger.schemas import decode, encode, models
+from podledger.streams.topics import ensure_topics
+
+from podledger.config import Settings
+from podledger.partitioner import partition_for_node
+from tests.conftest import read_topic, wait_for
+
+pytestmark = [pytest.mark.kafka, pytest.mark.kube]
+
+NOW = "2026-01-01T00:00:00Z"
+
+
+def cond(type_: str, status: str, **extra: Any) -> dict[str, Any]:
+    return {"type": type_, "status": status, "lastProbeTime": None, "lastTransitionTime": NOW, **extra}
+
+
+def running_status(ready: str = "True") -> dict[str, Any]:
+    return {
+        "phase": "Running",
+        "conditions": [
+            cond("Initialized", "True"),
+            cond("Ready", ready),
+            cond("ContainersReady", ready),
+            cond("PodScheduled", "True"),
+        ],
+        "containerStatuses": [
+            {
+                "name": "main",
+                "ready": ready == "True",
+                "restartCount": 0,
+                "image": "app:1",
+                "imageID": "",
+                "started": True,
+                "state": {"running": {"startedAt": NOW}},
+                "lastState": {},
+            }
+        ],
+        "startTime": NOW,
+        "qosClass": "BestEffort",
+    }
+
+
+def versioned(
+    pod: dict[str, Any], node: str, version: int, status: dict[str, Any], **flags: Any
+) -> models.VersionedPodStatus:
+    meta = pod["metadata"]
+    return models.VersionedPodStatus(
+        uid=meta["uid"],
+        namespace=meta["namespace"],
+        name=meta["name"],
+        node=node,
+        version=version,
+        status=status,
+        could_have_running_containers=flags.get("running", True),
+        finished=flags.get("finished", False),
+        static=flags.get("static", False),
+        mirror_uid=flags.get("mirror_uid"),
+        deleting=flags.get("deleting", False),
+        cause=models.Cause("test", "pod-updates", 0, version, 0),
+        ts_ms=int(time.time() * 1000),
+    )
+
+
+async def publish(settings: Settings, *statuses: models.VersionedPodStatus) -> None:
+    producer = AIOKafkaProducer(bootstrap_servers=settings.bootstrap)
+    await producer.start()
+    try:
+        for vs in statuses:
+            await producer.send(
+                settings.topic("pod-status"),
+                key=vs.uid.encode(),
+                value=encode(vs),
+                partition=partition_for_node(vs.node, settings.partitions),
+            )
+        await producer.flush()
+    finally:
+        await producer.stop()
+
+
+@pytest.fixture
+def sink_env(settings: Settings, kubeconfig: str) -> dict[str, str]:
+    asyncio.run(ensure_topics(settings))
+    return {
+        "PODLEDGER_BOOTSTRAP": settings.bootstrap,
+        "KUBECONFIG": kubeconfig,
+        "PODLEDGER_TOPIC_PREFIX": settings.topic_prefix,
+        "PODLEDGER_PARTITIONS": str(settings.partitions),
+        "PODLEDGER_NODE": settings.node,
+        "PODLEDGER_SINK_RECONCILE_MS": "1000",
+        "PODLEDGER_LOG_LEVEL": "info",
+    }
+
+
+def new_pod(kube: Kube, node: str, name: str | None = None) -> dict[str, Any]:
+    kube.ensure_node(node)
+    return kube.create_pod(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name or f"sink-{uuid.uuid4().hex[:8]}", "namespace": "default"},
+            "spec": {"nodeName": node, "containers": [{"name": "main", "image": "app:1"}]},
+        }
+    )
+
+
+def api_conditions(kube: Kube, pod: dict[str, Any]) -> dict[str, str]:
+    status = kube.get_pod("default", pod["metadata"]["name"]).get("status") or {}
+    return {c["type"]: c["status"] for c in status.get("conditions") or []}
+
+
+def test_sync_pod_patches_and_remembers_the_written_version(
+    settings: Settings, kubeconfig: str, sink_env, podledger_process
+) -> None:
+    kube = Kube.from_kubeconfig(kubeconfig)
+    pod = new_pod(kube, settings.node)
+    asyncio.run(
+        publish(
+            settings,
+            versioned(pod, settings.node, 1, running_status("False")),
+            versioned(pod, settings.node, 2, running_status("True")),
+        )
+    )
+    proc = podledger_process(["run", "--roles", "sink"], env=sink_env)
+    wait_for(
+        lambda: api_conditions(kube, pod).get("Ready") == "True", timeout=60, what="Ready=True", alive=proc
+    )
+    api = kube.get_pod("default", pod["metadata"]["name"])["status"]
+    assert api["phase"] == "Running" and api["containerStatuses"][0]["state"] == {
+        "running": {"startedAt": NOW}
+    }
+    # The last written version is kept in sink-state (only the newest version was written: coalescing).
+    state = wait_for(
+        lambda: asyncio.run(read_topic(settings, "sink-state", 1, idle=0.5)), timeout=30, what="sink-state"
+    )
+    assert [(k.decode(), orjson.loads(v)) for _, k, v in state][-1] == (
+        pod["metadata"]["uid"],
+        {"version": 2},
+    )
+    assert proc.stop() == 0
+
+
+def test_sync_pod_checks_mismatched_uid_and_keeps_other_conditions(
+    settings: Settings, kubeconfig: str, sink_env, podledger_process
+) -> None:
+    kube = Kube.from_kubeconfig(kubeconfig)
+    old = new_pod(kube, settings.node)
+    name = old["metadata"]["name"]
+    kube.delete_pod("default", name, grace_seconds=0)
+    wait_for(lambda: _gone(kube, name), timeout=30, what="old pod gone")
+    recreated = new_pod(kube, settings.node, name=name)
+    # Another controller owns a condition of the recreated pod.
+    kube.patch_pod_status("default", name, {"status": {"conditions": [cond("example.com/feature", "True")]}})
+    stale = versioned(old, settings.node, 5, running_status("True"))
+    fresh = versioned(recreated, settings.node, 1, running_status("False"))
+    asyncio.run(publish(settings, stale, fresh))
+    proc = podledger_process(["run", "--roles", "sink"], env=sink_env)
+    wait_for(
+        lambda: api_conditions(kube, recreated).get("Ready") == "False",
+        timeout=60,
+        what="fresh status",
+        alive=proc,
+    )
+    time.sleep(2)  # give the stale status every chance to be (wrongly) written
+    conditions = api_conditions(kube, recreated)
+    assert conditions["Ready"] == "False" and conditions["example.com/feature"] == "True"
+    assert proc.stop() == 0
+
+
+def test_reconcile_restores_a_drifted_kubelet_condition(
+    settings: Settings, kubeconfig: str, sink_env, podledger_process
+) -> None:
+    kube = Kube.from_kubeconfig(kubeconfig)
+    pod = new_pod(kube, settings.node)
+    asyncio.run(publish(settings, versioned(pod, settings.node, 1, running_status("True"))))
+    proc = podledger_process(["run", "--roles", "sink"], env=sink_env)
+    wait_for(
+        lambda: api_conditions(kube, pod).get("Ready") == "True", timeout=60, what="Ready=True", alive=proc
+    )
+    # Someone else flips a kubelet-owned condition; the sink puts it back.
+    kube.patch_pod_status(
+        "default", pod["metadata"]["name"], {"status": {"conditions": [cond("Ready", "False")]}}
+    )
+    assert api_conditions(kube, pod)["Ready"] == "False"
+    wait_for(
+        lambda: api_conditions(kube, pod).get("Ready") == "True",
+        timeout=30,
+        what="drift repaired",
+        alive=proc,
+    )
+    assert proc.stop() == 0
+
+
+def test_delete_pod_finished(settings: Settings, kubeconfig: str, sink_env, podledger_process) -> None:
+    kube = Kube.from_kubeconfig(kubeconfig)
+    pod = new_pod(kube, settings.node)
+    name = pod["metadata"]["name"]
+    kube.delete_pod(
+        "default", name, grace_seconds=30
+    )  # the apiserver only marks it: a kubelet must finish it
+    assert kube.get_pod("default", name)["metadata"]["deletionTimestamp"]
+    failed = {
+        **running_status("False"),
+        "phase": "Failed",
+        "containerStatuses": [
+            {
+                "name": "main",
+                "ready": False,
+                "restartCount": 0,
+                "image": "app:1",
+                "imageID": "",
+                "state": {"terminated": {"exitCode": 137, "reason": "ContainerStatusUnknown"}},
+                "lastState": {},
+            }
+        ],
+    }
+    asyncio.run(
+        publish(
+            settings, versioned(pod, settings.node, 3, failed, running=False, finished=True, deleting=True)
+        )
+    )
+    proc = podledger_process(["run", "--roles", "sink"], env=sink_env)
+    wait_for(lambda: _gone(kube, name), timeout=60, what="the finished pod deleted", alive=proc)
+    [(_, key, value)] = asyncio.run(read_topic(settings, "pod-deletions", 1, idle=0.5))
+    deletion = decode("pod-deletions", value)
+    assert key.decode() == pod["metadata"]["uid"]
+    assert (deletion.name, deletion.version, deletion.node) == (name, 3, settings.node)
+    assert proc.stop() == 0
+
+
+def test_do_not_delete_mirror_pods(settings: Settings, kubeconfig: str, sink_env, podledger_process) -> None:
+    kube = Kube.from_kubeconfig(kubeconfig)
+    kube.ensure_node(settings.node)
+    name = f"mirror-{uuid.uuid4().hex[:6]}"
+    mirror = kube.create_pod(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": name,
+                "namespace": "default",
+                "annotations": {"kubernetes.io/config.mirror": "hash", "kubernetes.io/config.source": "file"},
+            },
+            "spec": {"nodeName": settings.node, "containers": [{"name": "main", "image": "app:1"}]},
+        }
+    )
+    kube.delete_pod("default", name, grace_seconds=30)
+    static = {**mirror, "metadata": {**mirror["metadata"], "uid": "static-" + mirror["metadata"]["uid"]}}
+    failed = {**running_status("False"), "phase": "Failed"}
+    vs = versioned(
+        static,
+        settings.node,
+        1,
+        failed,
+        running=False,
+        finished=True,
+        static=True,
+        mirror_uid=mirror["metadata"]["uid"],
+    )
+    asyncio.run(publish(settings, vs))
+    proc = podledger_process(["run", "--roles", "sink"], env=sink_env)
+    wait_for(
+        lambda: kube.get_pod("default", name)["status"].get("phase") == "Failed",
+        timeout=60,
+        what="the mirror's status written",
+        alive=proc,
+    )
+    time.sleep(2)
+    assert kube.get_pod("default", name)["metadata"]["uid"] == mirror["metadata"]["uid"]  # still there
+    assert proc.stop() == 0
+
+
+def _gone(kube: Kube, name: str) -> bool:
+    try:
+        kube.get_pod("default", name)
+    except KubeError as exc:
+        return exc.not_found
+    return False
+
+
+def test_stale_updates_are_not_written_again_after_a_restart(
+    settings: Settings, kubeconfig: str, sink_env, podledger_process
+) -> None:
+    """TestStaleUpdates: a version already written is not written again, even by a new sink."""
+    kube = Kube.from_kubeconfig(kubeconfig)
+    pod = new_pod(kube, settings.node)
+    asyncio.run(publish(settings, versioned(pod, settings.node, 2, running_status("True"))))
+    env = {**sink_env, "PODLEDGER_SINK_RECONCILE_MS": "3600000"}  # no reconcile: only versions count
+    first = podledger_process(["run", "--roles", "sink"], env=env)
+    wait_for(
+        lambda: api_conditions(kube, pod).get("Ready") == "True", timeout=60, what="v2 written", alive=first
+    )
+    wait_for(
+        lambda: asyncio.run(read_topic(settings, "sink-state", 1, idle=0.5)), timeout=30, what="sink-state"
+    )
+    assert first.stop() == 0
+    # Behind the sink's back the API copy changes; a sink that forgot v2 would write it again.
+    kube.patch_pod_status(
+        "default", pod["metadata"]["name"], {"status": {"conditions": [cond("Ready", "False")]}}
+    )
+    second = podledger_process(["run", "--roles", "sink"], env=env)
+    # Once the new sink has written another pod's status, it has read (and skipped) ours.
+    other = new_pod(kube, settings.node)
+    asyncio.run(publish(settings, versioned(other, settings.node, 1, running_status("True"))))
+    wait_for(
+        lambda: api_conditions(kube, other).get("Ready") == "True", timeout=60, what="sink live", alive=second
+    )
+    assert api_conditions(kube, pod)["Ready"] == "False"
+    # A newer version is written at once.
+    asyncio.run(publish(settings, versioned(pod, settings.node, 3, running_status("True"))))
+    wait_for(
+        lambda: api_conditions(kube, pod).get("Ready") == "True", timeout=60, what="v3 written", alive=second
+    )
+    assert second.stop() == 0
