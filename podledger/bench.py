@@ -298,3 +298,228 @@ def print_fold(figures: FoldFigures, *, pods: int, events: int, partitions: int)
     print(f"pipeline vs floor:                  {ratio:.1f}x slower")
     print(f"fold worker peak RSS:               {figures.rss_mb:.0f} MB")
     print(figures.line())
+
+
+# --------------------------------------------------------------------------- bench sink
+
+
+@dataclass
+class SinkFigures:
+    pods: int = 0
+    versions: int = 0
+    patches: int = 0
+    seconds: float = 0.0
+    latencies: list[float] | None = None
+    converged: int = 0
+
+    def line(self) -> str:
+        lat = self.latencies or []
+        return (
+            f"sink pods={self.pods} patches_per_s={self.patches / max(self.seconds, 1e-9):.1f}"
+            f" coalescing={self.versions / max(self.patches, 1):.2f}"
+            f" p50_ms={percentile(lat, 50):.0f} p99_ms={percentile(lat, 99):.0f}"
+        )
+
+
+def bench_sink(
+    base: Settings, *, pods: int, interval: float, seconds: float, qps: float, burst: int
+) -> SinkFigures:
+    """Pods churn (a new version each `interval` s) while a sink process writes them; a watch in
+    this process sees each write arrive."""
+    import threading
+
+    from podledger import localstack
+    from podledger.agents.kube import Kube
+
+    settings = broker_for_bench(
+        replace(
+            base,
+            topic_prefix=f"bench-{uuid.uuid4().hex[:8]}.",
+            partitions=base.partitions,
+            log_level="warning",
+        )
+    )
+    kubeconfig = settings.kubeconfig
+    if not kubeconfig:
+        _, kube_handle = localstack.up(kafka=False, kube=True)
+        assert kube_handle is not None
+        kubeconfig = kube_handle.kubeconfig
+        say(f"using the local apiserver at {kube_handle.server}")
+    settings = replace(settings, kubeconfig=kubeconfig, sink_qps=qps, sink_burst=burst)
+    asyncio.run(ensure_topics(settings))
+    admin = Kube.from_kubeconfig(kubeconfig, qps=1000, burst=1000)
+    node = f"bench-{uuid.uuid4().hex[:6]}"
+    admin.ensure_node(node)
+    t = time.monotonic()
+    created = []
+    for i in range(pods):
+        created.append(
+            admin.create_pod(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {"name": f"{node}-{i:05d}", "namespace": "default"},
+                    "spec": {"nodeName": node, "containers": [{"name": "main", "image": "app:1"}]},
+                }
+            )
+        )
+    say(f"created {pods} pods in {time.monotonic() - t:.1f}s")
+
+    published: dict[str, dict[int, float]] = {p["metadata"]["uid"]: {} for p in created}
+    arrivals: list[float] = []
+    patches = 0
+    stop = threading.Event()
+    lock = threading.Lock()
+
+    def watch() -> None:
+        nonlocal patches
+        rv = admin.list_pods(field_selector=f"spec.nodeName={node}")["metadata"]["resourceVersion"]
+        while not stop.is_set():
+            for event in admin.watch_pods(
+                field_selector=f"spec.nodeName={node}", resource_version=rv, timeout_seconds=5
+            ):
+                now = time.time()
+                obj = event["object"]
+                rv = obj["metadata"].get("resourceVersion", rv)
+                if event["type"] != "MODIFIED":
+                    continue
+                message = (obj.get("status") or {}).get("message", "")
+                if not message.startswith("v"):
+                    continue
+                version = int(message[1:])
+                with lock:
+                    patches += 1
+                    sent = published[obj["metadata"]["uid"]].get(version)
+                    if sent is not None:
+                        arrivals.append((now - sent) * 1000)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    env = dict(os.environ)
+    env.update(
+        PODLEDGER_BOOTSTRAP=settings.bootstrap,
+        KUBECONFIG=kubeconfig,
+        PODLEDGER_TOPIC_PREFIX=settings.topic_prefix,
+        PODLEDGER_PARTITIONS=str(settings.partitions),
+        PODLEDGER_SINK_QPS=str(qps),
+        PODLEDGER_SINK_BURST=str(burst),
+        PODLEDGER_NODE=node,
+        PODLEDGER_LOG_LEVEL="warning",
+    )
+    sink = subprocess.Popen(
+        [sys.executable, "-m", "podledger.cli", "run", "--roles", "sink"], env=env, stdin=subprocess.DEVNULL
+    )
+    figures = SinkFigures(pods=pods)
+    try:
+        time.sleep(5)  # the sink joins its group
+        with lock:
+            patches = 0
+        started = time.monotonic()
+        versions = 0
+        asyncio.run(_churn(settings, created, node, interval, seconds, published, lock))
+        versions = sum(len(v) for v in published.values())
+        say(f"published {versions} versions over {seconds:.0f}s; waiting for the last ones to land")
+        deadline = time.monotonic() + 120
+        newest = {uid: max(v) for uid, v in published.items() if v}
+        while time.monotonic() < deadline:
+            current = {
+                p["metadata"]["uid"]: (p.get("status") or {}).get("message", "")
+                for p in admin.list_pods(field_selector=f"spec.nodeName={node}")["items"]
+            }
+            figures.converged = sum(1 for uid, v in newest.items() if current.get(uid) == f"v{v}")
+            if figures.converged == len(newest):
+                break
+            time.sleep(1)
+        figures.seconds = time.monotonic() - started
+        with lock:
+            figures.patches = patches
+            figures.latencies = list(arrivals)
+        figures.versions = versions
+    finally:
+        stop.set()
+        sink.terminate()
+        try:
+            sink.wait(30)
+        except subprocess.TimeoutExpired:
+            sink.kill()
+    return figures
+
+
+async def _churn(
+    settings: Settings,
+    pods: list[dict[str, Any]],
+    node: str,
+    interval: float,
+    seconds: float,
+    published: dict[str, dict[int, float]],
+    lock: Any,
+) -> None:
+    from podledger.schemas import models
+
+    producer = AIOKafkaProducer(
+        bootstrap_servers=settings.bootstrap, linger_ms=5, **settings.kafka_client_options()
+    )
+    await producer.start()
+    try:
+        start = time.monotonic()
+        version = 0
+        while time.monotonic() - start < seconds:
+            version += 1
+            tick = time.monotonic()
+            for pod in pods:
+                meta = pod["metadata"]
+                status = {
+                    "phase": "Running",
+                    "message": f"v{version}",
+                    "conditions": [
+                        {
+                            "type": "PodScheduled",
+                            "status": "True",
+                            "lastProbeTime": None,
+                            "lastTransitionTime": "2026-01-01T00:00:00Z",
+                        }
+                    ],
+                }
+                vs = models.VersionedPodStatus(
+                    meta["uid"],
+                    "default",
+                    meta["name"],
+                    node,
+                    version,
+                    status,
+                    True,
+                    False,
+                    False,
+                    None,
+                    False,
+                    models.Cause("bench", "pod-updates", 0, version, 0),
+                    int(time.time() * 1000),
+                )
+                with lock:
+                    published[meta["uid"]][version] = time.time()
+                await producer.send(
+                    settings.topic("pod-status"),
+                    key=meta["uid"].encode(),
+                    value=encode(vs),
+                    partition=partition_for_node(node, settings.partitions),
+                )
+            await producer.flush()
+            await asyncio.sleep(max(0.0, interval - (time.monotonic() - tick)))
+    finally:
+        await producer.stop()
+
+
+def print_sink(figures: SinkFigures, *, qps: float, burst: int, interval: float) -> None:
+    cores = os.cpu_count()
+    mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    lat = figures.latencies or []
+    rate = figures.patches / max(figures.seconds, 1e-9)
+    p50, p99 = percentile(lat, 50), percentile(lat, 99)
+    print(f"machine: {cores} cores, {mem_gb:.0f} GB; pods={figures.pods}, a version each {interval}s")
+    print(f"client limit:         QPS {qps}, burst {burst}")
+    print(f"versions published:   {figures.versions}")
+    print(f"patches seen:         {figures.patches} ({rate:.1f}/s; each also costs a GET)")
+    print(f"coalescing:           {figures.versions / max(figures.patches, 1):.2f} versions per patch")
+    print(f"latency publish->API: p50 {p50:.0f} ms  p99 {p99:.0f} ms ({len(lat)} writes)")
+    print(f"converged:            {figures.converged}/{figures.pods} pods at their newest version")
+    print(figures.line())
