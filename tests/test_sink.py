@@ -179,7 +179,7 @@ def test_sync_pod_checks_mismatched_uid_and_keeps_other_conditions(
     assert proc.stop() == 0
 
 
-def test_reconcile_restores_a_drifted_kubelet_condition(
+def test_reconcile_pod_status_restores_a_drifted_kubelet_condition(
     settings: Settings, kubeconfig: str, sink_env, podledger_process
 ) -> None:
     kube = Kube.from_kubeconfig(kubeconfig)
