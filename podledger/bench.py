@@ -454,6 +454,8 @@ async def _churn(
     published: dict[str, dict[int, float]],
     lock: Any,
 ) -> None:
+    """Each pod gets a new version every `interval` s, the pods evenly spread over the interval
+    (pods change on their own schedules, not all at once)."""
     from podledger.schemas import models
 
     producer = AIOKafkaProducer(
@@ -462,15 +464,21 @@ async def _churn(
     await producer.start()
     try:
         start = time.monotonic()
-        version = 0
-        while time.monotonic() - start < seconds:
-            version += 1
-            tick = time.monotonic()
-            for pod in pods:
-                meta = pod["metadata"]
+        due = [(start + i * interval / len(pods), i) for i in range(len(pods))]
+        versions = [0] * len(pods)
+        partition = partition_for_node(node, settings.partitions)
+        while True:
+            now = time.monotonic()
+            if now - start >= seconds:
+                break
+            for slot, (when, i) in enumerate(due):
+                if when > now:
+                    continue
+                versions[i] += 1
+                meta = pods[i]["metadata"]
                 status = {
                     "phase": "Running",
-                    "message": f"v{version}",
+                    "message": f"v{versions[i]}",
                     "conditions": [
                         {
                             "type": "PodScheduled",
@@ -485,26 +493,27 @@ async def _churn(
                     "default",
                     meta["name"],
                     node,
-                    version,
+                    versions[i],
                     status,
                     True,
                     False,
                     False,
                     None,
                     False,
-                    models.Cause("bench", "pod-updates", 0, version, 0),
+                    models.Cause("bench", "pod-updates", 0, versions[i], 0),
                     int(time.time() * 1000),
                 )
                 with lock:
-                    published[meta["uid"]][version] = time.time()
+                    published[meta["uid"]][versions[i]] = time.time()
                 await producer.send(
                     settings.topic("pod-status"),
                     key=meta["uid"].encode(),
                     value=encode(vs),
-                    partition=partition_for_node(node, settings.partitions),
+                    partition=partition,
                 )
+                due[slot] = (when + interval, i)
             await producer.flush()
-            await asyncio.sleep(max(0.0, interval - (time.monotonic() - tick)))
+            await asyncio.sleep(0.02)
     finally:
         await producer.stop()
 

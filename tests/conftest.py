@@ -28,32 +28,32 @@ from podledger.config import Settings
 _started: list[Any] = []
 
 
-@pytest.fixture(scope="session")
-def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    existing = os.environ.get("PODLEDGER_BOOTSTRAP")
+def _users_or_ours(env_var: str, start: Callable[[Path], Any], workdir: Path, attr: str) -> Iterator[str]:
+    """The instance `env_var` names, or one started in `workdir` and stopped afterwards."""
+    existing = os.environ.get(env_var)
     if existing:
         yield existing
         return
-    handle = localstack.start_kafka(tmp_path_factory.mktemp("kafka"))
+    handle = start(workdir)
     _started.append(handle)
     try:
-        yield handle.bootstrap
+        yield getattr(handle, attr)
     finally:
         handle.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    yield from _users_or_ours(
+        "PODLEDGER_BOOTSTRAP", localstack.start_kafka, tmp_path_factory.mktemp("kafka"), "bootstrap"
+    )
 
 
 @pytest.fixture(scope="session")
 def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    existing = os.environ.get("KUBECONFIG")
-    if existing:
-        yield existing
-        return
-    handle = localstack.start_kube(tmp_path_factory.mktemp("kube"))
-    _started.append(handle)
-    try:
-        yield handle.kubeconfig
-    finally:
-        handle.stop()
+    yield from _users_or_ours(
+        "KUBECONFIG", localstack.start_kube, tmp_path_factory.mktemp("kube"), "kubeconfig"
+    )
 
 
 @pytest.fixture
