@@ -476,8 +476,9 @@ async def _churn(
                     continue
                 versions[i] += 1
                 meta = pods[i]["metadata"]
-                status = {
+                status = {  # what the fold would publish; qosClass as the apiserver defaults it
                     "phase": "Running",
+                    "qosClass": "BestEffort",
                     "message": f"v{versions[i]}",
                     "conditions": [
                         {
