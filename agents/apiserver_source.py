@@ -14,7 +14,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from podledger.agents.kube import Kube, KubeError
+from podledger.agents.kube import Kube
 from podledger.schemas.models import PodUpdate
 
 log = logging.getLogger("podledger.source.api")
@@ -74,6 +74,10 @@ class ApiserverSource:
             stop.set()
 
     async def _handle(self, kind: str, pod: JSONDict) -> None:
+        if kind == "RELISTED":  # pods we knew that the new list lacks were deleted meanwhile
+            for uid in set(self.known) - set(pod["uids"]):
+                await self._send("REMOVE", self.known.pop(uid))
+            return
         uid = pod["metadata"]["uid"]
         if kind == "DELETED":
             if self.known.pop(uid, None) is not None:
@@ -96,37 +100,4 @@ class ApiserverSource:
         def put(kind: str, pod: JSONDict) -> None:
             loop.call_soon_threadsafe(queue.put_nowait, (kind, pod))
 
-        resource_version = ""
-        backoff = 1.0
-        while not stop.is_set():
-            try:
-                if not resource_version:
-                    listing = self.kube.list_pods(field_selector=self.selector)
-                    resource_version = listing["metadata"]["resourceVersion"]
-                    listed = {p["metadata"]["uid"]: p for p in listing.get("items") or []}
-                    for pod in listed.values():
-                        put("ADDED", pod)
-                    for uid in set(self.known) - set(listed):
-                        put("DELETED", self.known[uid])
-                for event in self.kube.watch_pods(
-                    field_selector=self.selector, resource_version=resource_version, timeout_seconds=60
-                ):
-                    if stop.is_set():
-                        return
-                    kind, obj = event["type"], event["object"]
-                    if kind == "ERROR":
-                        # 410 Gone: our resourceVersion is too old; relist.
-                        resource_version = ""
-                        break
-                    resource_version = obj["metadata"].get("resourceVersion", resource_version)
-                    if kind in ("ADDED", "MODIFIED", "DELETED"):
-                        put(kind, obj)
-                backoff = 1.0
-            except KubeError as exc:
-                if stop.is_set():
-                    return  # shutting down: the server closing our watch is expected
-                log.warning("pod watch failed (retrying in %.0fs): %s", backoff, exc)
-                if exc.status == 410:
-                    resource_version = ""
-                stop.wait(backoff)
-                backoff = min(backoff * 2, 30.0)
+        self.kube.list_and_watch_pods(put, stop, field_selector=self.selector)

@@ -7,6 +7,7 @@ never build the client's model classes. Calls are blocking; async callers use `a
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -22,6 +23,8 @@ from kubernetes.config.config_exception import ConfigException
 from urllib3.exceptions import HTTPError as Urllib3HTTPError
 
 from podledger.errors import UserError
+
+log = logging.getLogger("podledger.kube")
 
 JSONDict = dict[str, Any]
 STRATEGIC_MERGE = "application/strategic-merge-patch+json"
@@ -248,6 +251,53 @@ class Kube:
             raise KubeError(0, "watch interrupted", str(exc)) from None
         finally:
             raw.release_conn()
+
+    def list_and_watch_pods(
+        self,
+        on_event: Callable[[str, JSONDict], None],
+        stop: threading.Event,
+        *,
+        field_selector: str = "",
+    ) -> None:
+        """List, then watch, until `stop` is set; blocking (run it in a thread).
+
+        `on_event(kind, pod)` gets ADDED for every listed pod, then ADDED, MODIFIED and DELETED
+        from the watch. After each (re)list it gets RELISTED with {"uids": [...]}: pods not among
+        them were deleted while nobody watched. A 410 Gone (our resourceVersion expired) relists;
+        other errors retry with backoff from 1 s to 30 s.
+        """
+        resource_version = ""
+        backoff = 1.0
+        while not stop.is_set():
+            try:
+                if not resource_version:
+                    listing = self.list_pods(field_selector=field_selector)
+                    resource_version = listing["metadata"]["resourceVersion"]
+                    items = listing.get("items") or []
+                    for pod in items:
+                        on_event("ADDED", pod)
+                    on_event("RELISTED", {"uids": [p["metadata"]["uid"] for p in items]})
+                for event in self.watch_pods(
+                    field_selector=field_selector, resource_version=resource_version, timeout_seconds=60
+                ):
+                    if stop.is_set():
+                        return
+                    kind, obj = event["type"], event["object"]
+                    if kind == "ERROR":
+                        resource_version = ""  # 410 Gone: too old to resume from; relist
+                        break
+                    resource_version = obj["metadata"].get("resourceVersion", resource_version)
+                    if kind in ("ADDED", "MODIFIED", "DELETED"):
+                        on_event(kind, obj)
+                backoff = 1.0
+            except KubeError as exc:
+                if stop.is_set():
+                    return  # shutting down: the server closing our watch is expected
+                log.warning("pod watch failed (retrying in %.0fs): %s", backoff, exc)
+                if exc.status == 410:
+                    resource_version = ""
+                stop.wait(backoff)
+                backoff = min(backoff * 2, 30.0)
 
     # -- nodes
 

@@ -26,6 +26,7 @@ import asyncio
 import contextlib
 import heapq
 import logging
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -63,6 +64,51 @@ def status_uid(vs: models.VersionedPodStatus) -> str | None:
     return vs.uid
 
 
+class PodCache:
+    """Pods as the apiserver's watch last showed them, keyed by (namespace, name).
+
+    With it the sink reads the pod it writes from memory instead of a GET (half the requests).
+    A stale copy is safe: the UID precondition refuses a write to a recreated pod, and the
+    periodic reconcile repairs what a patch computed against an old copy missed."""
+
+    def __init__(self, kube: Kube) -> None:
+        self.kube = kube
+        self.pods: dict[tuple[str, str], JSONDict] = {}
+        self.synced = threading.Event()
+        self._stop = threading.Event()
+
+    def on_event(self, kind: str, pod: JSONDict) -> None:
+        if kind == "RELISTED":
+            alive = set(pod["uids"])
+            for key, cached in list(self.pods.items()):
+                if cached["metadata"]["uid"] not in alive:
+                    self.pods.pop(key, None)
+            self.synced.set()
+            return
+        meta = pod["metadata"]
+        key = (meta.get("namespace") or "default", meta["name"])
+        if kind == "DELETED":
+            if (self.pods.get(key) or {}).get("metadata", {}).get("uid") == meta["uid"]:
+                self.pods.pop(key, None)
+        else:
+            self.pods[key] = pod
+
+    def get(self, namespace: str, name: str) -> JSONDict | None:
+        return self.pods.get((namespace, name))
+
+    def start(self) -> None:
+        thread = threading.Thread(
+            target=self.kube.list_and_watch_pods,
+            args=(self.on_event, self._stop),
+            name="sink-pod-cache",
+            daemon=True,
+        )
+        thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
 class Sink:
     def __init__(
         self,
@@ -72,6 +118,7 @@ class Sink:
         publish: Callable[[str, str, Any, str], Awaitable[None]],
         workers: int = 8,
         reconcile_s: float = 10.0,
+        read_from_cache: bool = False,
     ) -> None:
         self.kube = kube
         self.settings = settings
@@ -82,6 +129,7 @@ class Sink:
         self.written: dict[str, int] = {}  # restored from sink-state before pods are known
         self._due: list[tuple[float, str]] = []  # (when, uid) heap of pods to sync
         self._wake = asyncio.Event()
+        self.cache = PodCache(kube) if read_from_cache else None
         self.stats = {"gets": 0, "patches": 0, "unchanged": 0, "deletes": 0, "errors": 0, "dropped": 0}
 
     # ------------------------------------------------------------------ input
@@ -117,6 +165,9 @@ class Sink:
     # ------------------------------------------------------------------ the loops
 
     async def run(self) -> None:
+        if self.cache is not None:
+            self.cache.start()
+            await asyncio.to_thread(self.cache.synced.wait)
         await self._restore_written()
         await asyncio.gather(
             self._consume(),
@@ -185,13 +236,19 @@ class Sink:
 
     def _sync_pod(self, uid: str, vs: models.VersionedPodStatus) -> str:
         """One syncPod: 'missing', 'recreated', 'unchanged', 'patched' or 'deleted'."""
-        self.stats["gets"] += 1
-        try:
-            api_pod = self.kube.get_pod(vs.namespace, vs.name)
-        except KubeError as exc:
-            if exc.not_found:
+        if self.cache is not None:
+            cached = self.cache.get(vs.namespace, vs.name)
+            if cached is None:
                 return "missing"
-            raise
+            api_pod = cached
+        else:
+            self.stats["gets"] += 1
+            try:
+                api_pod = self.kube.get_pod(vs.namespace, vs.name)
+            except KubeError as exc:
+                if exc.not_found:
+                    return "missing"
+                raise
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         fields = {
             "status": vs.status,
@@ -238,8 +295,11 @@ class Sink:
         written = {uid: e for uid, e in self.pods.items() if e.written >= e.desired.version and not e.queued}
         if not written:
             return 0
-        listing = await asyncio.to_thread(self.kube.list_pods)
-        by_uid = {p["metadata"]["uid"]: p for p in listing.get("items") or []}
+        if self.cache is not None:
+            pods = list(self.cache.pods.values())
+        else:
+            pods = (await asyncio.to_thread(self.kube.list_pods)).get("items") or []
+        by_uid = {p["metadata"]["uid"]: p for p in pods}
         queued = 0
         for uid, entry in written.items():
             api_pod = by_uid.get(uid)

@@ -403,6 +403,7 @@ def bench_sink(
         PODLEDGER_PARTITIONS=str(settings.partitions),
         PODLEDGER_SINK_QPS=str(qps),
         PODLEDGER_SINK_BURST=str(burst),
+        PODLEDGER_SINK_READ=settings.sink_read,
         PODLEDGER_NODE=node,
         PODLEDGER_LOG_LEVEL="warning",
     )

@@ -250,6 +250,7 @@ def run_pipeline(
             publish=pipeline.publish,
             workers=settings.sink_workers,
             reconcile_s=settings.sink_reconcile_ms / 1000,
+            read_from_cache=settings.sink_read == "watch",
         )
 
         async def apiserver_sink(_: Pipeline) -> None:

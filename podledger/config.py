@@ -42,6 +42,7 @@ class Settings:
     sink_burst: int = 100
     sink_workers: int = 8  # pods synced at once (each call still takes a QPS token)
     sink_reconcile_ms: int = 10_000  # how often API statuses are checked for drift
+    sink_read: str = "get"  # how the sink reads a pod before writing: get (as the kubelet) or watch
     log_level: str = "warning"
     data_dir: str = ""  # Faust's table data; defaults to a folder under the cache
     # Kafka client security, passed through to aiokafka and Faust.
@@ -74,6 +75,8 @@ class Settings:
             raise UserError(f"partitions must be at least 1, got {self.partitions}")
         if not self.node:
             raise UserError("node name is empty: set PODLEDGER_NODE or --node")
+        if self.sink_read not in ("get", "watch"):
+            raise UserError(f"PODLEDGER_SINK_READ must be get or watch, not {self.sink_read!r}")
         if self.sink_qps <= 0 or self.sink_burst < 1:
             raise UserError("sink QPS must be > 0 and burst >= 1")
 

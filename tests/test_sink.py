@@ -90,8 +90,10 @@ async def publish(settings: Settings, *statuses: models.VersionedPodStatus) -> N
         await producer.stop()
 
 
-@pytest.fixture
-def sink_env(settings: Settings, kubeconfig: str) -> dict[str, str]:
+@pytest.fixture(params=["get", "watch"])
+def sink_env(settings: Settings, kubeconfig: str, request: pytest.FixtureRequest) -> dict[str, str]:
+    """The sink's environment; every test runs with a GET per write (as the kubelet) and with
+    pods read from the sink's watch cache."""
     asyncio.run(ensure_topics(settings))
     return {
         "PODLEDGER_BOOTSTRAP": settings.bootstrap,
@@ -99,6 +101,7 @@ def sink_env(settings: Settings, kubeconfig: str) -> dict[str, str]:
         "PODLEDGER_TOPIC_PREFIX": settings.topic_prefix,
         "PODLEDGER_PARTITIONS": str(settings.partitions),
         "PODLEDGER_NODE": settings.node,
+        "PODLEDGER_SINK_READ": request.param,
         "PODLEDGER_SINK_RECONCILE_MS": "1000",
         "PODLEDGER_LOG_LEVEL": "info",
     }

@@ -1,0 +1,185 @@
+"""Pure pieces of the generic PLEG: state mapping, relist diffing and relist health (spec §2, R2.1-R2.4).
+
+The relist loop itself (runtime calls, cache writes, the event channel) lives elsewhere; here two
+consecutive relists go in as plain snapshots and the lifecycle events come out, so the diff can be
+replayed and tested without a runtime. Behaviour follows pkg/kubelet/pleg/generic.go.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from podledger.agents.lifecycle import format_go_duration
+
+__all__ = [
+    "CONTAINER_CHANGED",
+    "CONTAINER_DIED",
+    "CONTAINER_REMOVED",
+    "CONTAINER_STARTED",
+    "POD_SYNC",
+    "RELIST_PERIOD_S",
+    "RELIST_THRESHOLD_S",
+    "PlegEvent",
+    "RelistHealth",
+    "events_by_pod",
+    "generate_events",
+    "pleg_state",
+    "relist_events",
+]
+
+CONTAINER_STARTED = "ContainerStarted"
+CONTAINER_DIED = "ContainerDied"
+CONTAINER_REMOVED = "ContainerRemoved"
+CONTAINER_CHANGED = "ContainerChanged"
+POD_SYNC = "PodSync"  # declared upstream, never emitted by the generic relist
+
+PLEG_RUNNING = "running"
+PLEG_EXITED = "exited"
+PLEG_UNKNOWN = "unknown"
+PLEG_NON_EXISTENT = "non-existent"
+
+RELIST_PERIOD_S = 1.0
+RELIST_THRESHOLD_S = 180.0
+
+# created has no PLEG state of its own: upstream folds it into unknown so it produces no event.
+_STATE_MAP = {
+    "created": PLEG_UNKNOWN,
+    "running": PLEG_RUNNING,
+    "exited": PLEG_EXITED,
+    "unknown": PLEG_UNKNOWN,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class PlegEvent:
+    """One pod lifecycle event: {id: pod UID, type, data: container (or sandbox) ID}."""
+
+    pod_uid: str
+    type: str
+    container_id: str
+
+
+def pleg_state(runtime_state: str | None) -> str:
+    """Map a runtime container state to the PLEG's coarser state; None means the container is gone.
+
+    Unrecognised states are treated as unknown, which, like upstream, never yields an event.
+    """
+    if runtime_state is None:
+        return PLEG_NON_EXISTENT
+    return _STATE_MAP.get(runtime_state, PLEG_UNKNOWN)
+
+
+def generate_events(pod_uid: str, container_id: str, old_state: str, new_state: str) -> list[PlegEvent]:
+    """Events for one container moving between PLEG states (R2.2).
+
+    A vanished container that was not already seen exited is reported dead first, so consumers that only
+    react to ContainerDied still notice it. ContainerChanged is produced for unknown but the relist drops it.
+    """
+    if old_state == new_state:
+        return []
+    if new_state == PLEG_RUNNING:
+        return [PlegEvent(pod_uid, CONTAINER_STARTED, container_id)]
+    if new_state == PLEG_EXITED:
+        return [PlegEvent(pod_uid, CONTAINER_DIED, container_id)]
+    if new_state == PLEG_UNKNOWN:
+        return [PlegEvent(pod_uid, CONTAINER_CHANGED, container_id)]
+    if new_state == PLEG_NON_EXISTENT:
+        if old_state == PLEG_EXITED:
+            return [PlegEvent(pod_uid, CONTAINER_REMOVED, container_id)]
+        return [
+            PlegEvent(pod_uid, CONTAINER_DIED, container_id),
+            PlegEvent(pod_uid, CONTAINER_REMOVED, container_id),
+        ]
+    raise ValueError(f"unknown PLEG state {new_state!r}")
+
+
+def _sandbox_state(sandbox: Mapping[str, Any]) -> str:
+    """Runtime state of the snapshot's sandbox; upstream maps SANDBOX_READY to running, else exited."""
+    if "state" in sandbox:
+        return str(sandbox["state"])
+    return "running" if sandbox.get("ready") else "exited"
+
+
+def _states(snapshot: Mapping[str, Any] | None) -> dict[str, str]:
+    """Runtime state per container/sandbox ID in one pod snapshot; the first occurrence of an ID wins.
+
+    Sandboxes are diffed like containers (upstream includes pod.Sandboxes in the relist), whether they
+    appear in "containers", in a "sandboxes" list or as the snapshot's single "sandbox".
+    """
+    states: dict[str, str] = {}
+    if not snapshot:
+        return states
+    entries: list[tuple[str, str]] = []
+    for container in snapshot.get("containers") or []:
+        entries.append((str(container["id"]), str(container.get("state") or "unknown")))
+    sandboxes: list[Mapping[str, Any]] = list(snapshot.get("sandboxes") or [])
+    if snapshot.get("sandbox"):
+        sandboxes.append(snapshot["sandbox"])
+    for sandbox in sandboxes:
+        if sandbox.get("id"):
+            entries.append((str(sandbox["id"]), _sandbox_state(sandbox)))
+    for cid, state in entries:
+        states.setdefault(cid, state)
+    return states
+
+
+def relist_events(
+    old: Mapping[str, Mapping[str, Any] | None], new: Mapping[str, Mapping[str, Any] | None]
+) -> list[PlegEvent]:
+    """Events between two relists, each {pod UID: runtime snapshot}, as the generic relist would send.
+
+    Every container ID in either relist is compared (a pod missing from `new` means all its containers are
+    gone). ContainerChanged is never sent. Output is sorted by pod UID, then container ID, keeping the
+    Died-before-Removed order for one container, which is the order upstream's generic_test compares in.
+    """
+    events: list[PlegEvent] = []
+    for pod_uid in sorted(set(old) | set(new)):
+        before = _states(old.get(pod_uid))
+        after = _states(new.get(pod_uid))
+        for cid in sorted(set(before) | set(after)):
+            events.extend(
+                event
+                for event in generate_events(
+                    pod_uid, cid, pleg_state(before.get(cid)), pleg_state(after.get(cid))
+                )
+                if event.type != CONTAINER_CHANGED
+            )
+    return events
+
+
+def events_by_pod(events: Iterable[PlegEvent]) -> dict[str, list[PlegEvent]]:
+    """Group events by pod UID, keeping order; the relist caches and sends per pod."""
+    grouped: dict[str, list[PlegEvent]] = {}
+    for event in events:
+        grouped.setdefault(event.pod_uid, []).append(event)
+    return grouped
+
+
+class RelistHealth:
+    """The PLEG health check (R2.4): healthy only if a relist succeeded within the threshold.
+
+    Unhealthy before the first successful relist however much time passes, so a runtime that never
+    answers keeps the node NotReady. Callers record the relist's start time, as upstream does.
+    """
+
+    def __init__(self, threshold_s: float = RELIST_THRESHOLD_S) -> None:
+        self.threshold_s = threshold_s
+        self.relist_time: float | None = None
+
+    def record_relist(self, now: float) -> None:
+        """Note a successful relist that started at `now`; a failed GetPods must not call this."""
+        self.relist_time = now
+
+    def healthy(self, now: float) -> tuple[bool, str]:
+        """(ok, reason); the reason text matches upstream's Healthy() errors, empty when healthy."""
+        if self.relist_time is None:
+            return False, "pleg has yet to be successful"
+        elapsed = now - self.relist_time
+        if elapsed > self.threshold_s:
+            return False, (
+                f"pleg was last seen active {format_go_duration(elapsed)} ago; "
+                f"threshold is {format_go_duration(self.threshold_s)}"
+            )
+        return True, ""
