@@ -1,8 +1,8 @@
-"""The apiserver pod source: list and watch the pods bound to this node.
+"""The apiserver pod source: list and watch the pods bound to this node (spec R1.5).
 
-The watch runs in a daemon thread (the client is blocking) and hands events to the event loop;
-each change becomes one PodUpdate on pod-updates. Walking-skeleton subset of spec R1.5-R1.8:
-the full podStorage merge, sources-ready and 410 relists arrive with the node-agents issue.
+The watch runs in a daemon thread (the client is blocking) and hands events to the event loop.
+The kubelet's podStorage (agents/pod_config.py) turns each new list into incremental ops (ADD,
+UPDATE, DELETE, REMOVE, RECONCILE), published one pod per message on pod-updates.
 """
 
 from __future__ import annotations
@@ -15,39 +15,12 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from podledger.agents.kube import Kube
+from podledger.agents.pod_config import PodStorage
 from podledger.schemas.models import PodUpdate
 
 log = logging.getLogger("podledger.source.api")
 JSONDict = dict[str, Any]
 Publish = Callable[[PodUpdate], Awaitable[None]]
-
-# Annotations the kubelet treats as local, ignored when comparing pods (spec R1.2).
-LOCAL_ANNOTATIONS = frozenset(
-    {"kubernetes.io/config.source", "kubernetes.io/config.mirror", "kubernetes.io/config.seen"}
-)
-
-
-def _comparable(pod: JSONDict) -> tuple[Any, ...]:
-    meta = pod.get("metadata") or {}
-    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k not in LOCAL_ANNOTATIONS}
-    return (
-        pod.get("spec"),
-        meta.get("labels") or {},
-        annotations,
-        meta.get("deletionTimestamp"),
-        meta.get("deletionGracePeriodSeconds"),
-    )
-
-
-def classify_change(old: JSONDict | None, new: JSONDict) -> str | None:
-    """The op for a pod seen again (spec R1.7): ADD, DELETE, UPDATE, RECONCILE or nothing."""
-    if old is None:
-        return "ADD"
-    if _comparable(old) != _comparable(new):
-        return "DELETE" if (new.get("metadata") or {}).get("deletionTimestamp") else "UPDATE"
-    if old.get("status") != new.get("status"):
-        return "RECONCILE"
-    return None
 
 
 class ApiserverSource:
@@ -55,7 +28,8 @@ class ApiserverSource:
         self.kube = kube
         self.node = node
         self.publish = publish
-        self.known: dict[str, JSONDict] = {}
+        self.current: dict[str, JSONDict] = {}  # the apiserver's pods for this node, by UID
+        self.storage = PodStorage()
         self.selector = f"spec.nodeName={node}"
 
     async def run(self) -> None:
@@ -74,19 +48,19 @@ class ApiserverSource:
             stop.set()
 
     async def _handle(self, kind: str, pod: JSONDict) -> None:
-        if kind == "RELISTED":  # pods we knew that the new list lacks were deleted meanwhile
-            for uid in set(self.known) - set(pod["uids"]):
-                await self._send("REMOVE", self.known.pop(uid))
-            return
-        uid = pod["metadata"]["uid"]
-        if kind == "DELETED":
-            if self.known.pop(uid, None) is not None:
-                await self._send("REMOVE", pod)
-            return
-        op = classify_change(self.known.get(uid), pod)
-        self.known[uid] = pod
-        if op is not None:
-            await self._send(op, pod)
+        """Every change of the apiserver's list is a SET of the whole list (R1.5), which the
+        kubelet's podStorage turns into the incremental ops published on pod-updates."""
+        if kind == "RELISTED":  # pods missing from a new list were deleted while nobody watched
+            alive = set(pod["uids"])
+            self.current = {uid: p for uid, p in self.current.items() if uid in alive}
+        elif kind == "DELETED":
+            self.current.pop(pod["metadata"]["uid"], None)
+        else:
+            self.current[pod["metadata"]["uid"]] = pod
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        for update in self.storage.merge("api", "SET", list(self.current.values()), now):
+            for changed in update.pods:  # the empty ADD (the source is ready) carries no pod
+                await self._send(update.op, changed)
 
     async def _send(self, op: str, pod: JSONDict) -> None:
         pod.setdefault("metadata", {}).setdefault("namespace", "default")
