@@ -10,26 +10,23 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-import time
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from podledger.agents.kube import Kube
 from podledger.agents.pod_config import PodStorage
-from podledger.schemas.models import PodUpdate
+from podledger.agents.sources import Publish, publish_merge
 
 log = logging.getLogger("podledger.source.api")
 JSONDict = dict[str, Any]
-Publish = Callable[[PodUpdate], Awaitable[None]]
 
 
 class ApiserverSource:
-    def __init__(self, kube: Kube, node: str, publish: Publish) -> None:
+    def __init__(self, kube: Kube, node: str, publish: Publish, storage: PodStorage | None = None) -> None:
         self.kube = kube
         self.node = node
         self.publish = publish
         self.current: dict[str, JSONDict] = {}  # the apiserver's pods for this node, by UID
-        self.storage = PodStorage()
+        self.storage = storage or PodStorage()
         self.selector = f"spec.nodeName={node}"
 
     async def run(self) -> None:
@@ -57,16 +54,7 @@ class ApiserverSource:
             self.current.pop(pod["metadata"]["uid"], None)
         else:
             self.current[pod["metadata"]["uid"]] = pod
-        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        for update in self.storage.merge("api", "SET", list(self.current.values()), now):
-            for changed in update.pods:  # the empty ADD (the source is ready) carries no pod
-                await self._send(update.op, changed)
-
-    async def _send(self, op: str, pod: JSONDict) -> None:
-        pod.setdefault("metadata", {}).setdefault("namespace", "default")
-        await self.publish(
-            PodUpdate(op=op, source="api", node=self.node, pod=pod, ts_ms=int(time.time() * 1000))
-        )
+        await publish_merge(self.storage, "api", list(self.current.values()), self.node, self.publish)
 
     def _watch_forever(
         self, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[Any], stop: threading.Event

@@ -217,30 +217,47 @@ def run_pipeline(
 
     from podledger.agents.apiserver_source import ApiserverSource
     from podledger.agents.kube import Kube
+    from podledger.agents.pod_config import PodStorage
     from podledger.agents.sink import Sink
+    from podledger.agents.static_sources import FileSource, HttpSource
     from podledger.streams.app import Pipeline
 
     _require_bootstrap(settings)
     pipeline = Pipeline(settings, fold="fold" in roles)
     kube: Kube | None = None
-    if roles & {"source", "sink"}:
+    api_source = "source" in roles and settings.api_source.lower() not in ("false", "0", "no")
+    if "sink" in roles or api_source:
         kube = Kube.from_kubeconfig(settings.kubeconfig, qps=settings.sink_qps, burst=settings.sink_burst)
         version = kube.check()
         kube.ensure_node(settings.node)
         log.info("apiserver %s (%s), node %s", kube.server, version, settings.node)
 
-    if "source" in roles:
-        assert kube is not None
-        source = ApiserverSource(
-            kube,
-            settings.node,
-            lambda update: pipeline.publish("pod-updates", update.uid, update, update.node),
-        )
+    storage = PodStorage()  # one podStorage for every source, as in the kubelet
 
-        async def apiserver_source(_: Pipeline) -> None:
+    def publish_update(update: Any) -> Any:
+        return pipeline.publish("pod-updates", update.uid, update, update.node)
+
+    sources: list[Any] = []
+    if api_source:
+        assert kube is not None
+        sources.append(ApiserverSource(kube, settings.node, publish_update, storage))
+    if "source" in roles and settings.manifest_dir:
+        sources.append(
+            FileSource(
+                Path(settings.manifest_dir), settings.node, publish_update, storage, settings.file_check_s
+            )
+        )
+    if "source" in roles and settings.manifest_url:
+        sources.append(
+            HttpSource(settings.manifest_url, settings.node, publish_update, storage, settings.http_check_s)
+        )
+    for source in sources:
+
+        async def run_source(_: Pipeline, source: Any = source) -> None:
             await source.run()
 
-        pipeline.add_task(apiserver_source)
+        run_source.__name__ = f"{type(source).__name__.lower()}"
+        pipeline.add_task(run_source)
 
     if "sink" in roles:
         assert kube is not None

@@ -29,6 +29,11 @@ class Settings:
     kubeconfig: str = ""  # empty means "start or reuse the local apiserver" (demo) or in-cluster
     node: str = field(default_factory=_default_node)
     topic_prefix: str = "podledger."
+    manifest_dir: str = ""  # static pod manifests (the kubelet's staticPodPath); empty: no file source
+    manifest_url: str = ""  # a URL serving a Pod or PodList (staticPodURL); empty: no http source
+    file_check_s: float = 20.0  # rescan period of the file source (inotify also wakes it)
+    http_check_s: float = 20.0  # poll period of the http source
+    api_source: str = "true"  # watch the apiserver for this node's pods
     partitions: int = 6
     replication_factor: int = 1  # raise to 3 on a real cluster
     app_id: str = ""  # Faust application id; defaults to "<topic_prefix>fold"

@@ -1,0 +1,34 @@
+"""What every pod source shares: a snapshot of a source's pods goes through the kubelet's
+podStorage merge, and each resulting op is published on pod-updates, one pod per message."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import orjson
+from podledger.agents.pod_config import PodStorage
+from podledger.schemas.models import PodUpdate
+
+log = logging.getLogger("podledger.source")
+JSONDict = dict[str, Any]
+Publish = Callable[[PodUpdate], Awaitable[None]]
+
+
+async def publish_merge(
+    storage: PodStorage, source: str, pods: list[JSONDict], node: str, publish: Publish
+) -> None:
+    """Merge one SET of a source and publish the resulting ops, one pod per message."""
+    for update in storage.merge(source, "SET", pods, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())):
+        for pod in update.pods:  # the empty ADD (the source is ready) carries no pod
+            await publish(
+                PodUpdate(op=update.op, source=source, node=node, pod=pod, ts_ms=int(time.time() * 1000))
+            )
+    for rejected in storage.rejected:
+        log.warning(
+            "%s source: dropped pod %s (its name repeats another's)",
+            source,
+            orjson.dumps(rejected["metadata"]),
+        )
