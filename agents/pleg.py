@@ -7,7 +7,9 @@ replayed and tested without a runtime. Behaviour follows pkg/kubelet/pleg/generi
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -183,3 +185,54 @@ class RelistHealth:
                 f"threshold is {format_go_duration(self.threshold_s)}"
             )
         return True, ""
+
+
+# --------------------------------------------------------------------------- the relist loop (I/O)
+
+
+class Pleg:
+    """Relists the runtime every `period_s` and publishes each event with the pod's snapshot,
+    so the fold never has to ask the runtime anything (DESIGN: pleg carries the snapshot)."""
+
+    def __init__(
+        self,
+        runtime: Any,
+        node: str,
+        publish: Callable[[Any], Awaitable[None]],
+        *,
+        period_s: float = RELIST_PERIOD_S,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.runtime = runtime
+        self.node = node
+        self.publish = publish  # receives a schemas.models.PlegEvent
+        self.period_s = period_s
+        self.clock = clock
+        self.health = RelistHealth()
+        self.previous: dict[str, Any] = {}
+        self.relist_seconds: list[float] = []  # duration of each relist, for benchmarks
+
+    async def relist_once(self) -> list[PlegEvent]:
+        """One relist: returns the events it published."""
+        from podledger.schemas import models
+
+        now = self.clock()
+        started = time.perf_counter()
+        current = self.runtime.relist(now)
+        events = relist_events(self.previous, current)
+        self.relist_seconds.append(time.perf_counter() - started)
+        ts_ms = int(now * 1000)
+        for event in events:
+            snapshot = current.get(event.pod_uid) or {"containers": [], "ips": []}
+            await self.publish(
+                models.PlegEvent(event.pod_uid, self.node, event.type, event.container_id, snapshot, ts_ms)
+            )
+        self.previous = current
+        self.health.record_relist(now)
+        return events
+
+    async def run(self) -> None:
+        while True:
+            started = time.monotonic()
+            await self.relist_once()
+            await asyncio.sleep(max(0.0, self.period_s - (time.monotonic() - started)))

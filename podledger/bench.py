@@ -534,3 +534,122 @@ def print_sink(figures: SinkFigures, *, qps: float, burst: int, interval: float)
     print(f"latency publish->API: p50 {p50:.0f} ms  p99 {p99:.0f} ms ({len(lat)} writes)")
     print(f"converged:            {figures.converged}/{figures.pods} pods at their newest version")
     print(figures.line())
+
+
+# --------------------------------------------------------------------------- bench node
+
+
+@dataclass
+class NodeFigures:
+    pods: int = 0
+    relists: list[float] | None = None
+    events: int = 0
+    seconds: float = 0.0
+    cpu_pct: float = 0.0
+
+    def line(self) -> str:
+        relists = [r * 1000 for r in self.relists or []]
+        return (
+            f"node pods={self.pods} relist_p99_ms={percentile(relists, 99):.1f}"
+            f" events_per_s={self.events / max(self.seconds, 1e-9):.0f} cpu_pct={self.cpu_pct:.0f}"
+        )
+
+
+def bench_node(base: Settings, *, pods: int, seconds: float, runtime: str) -> NodeFigures:
+    """The PLEG relisting a runtime with `pods` pods whose containers crash and are restarted,
+    publishing every event with its snapshot to the real broker."""
+    if runtime != "sim":
+        raise UserError(
+            "bench node supports --runtime sim (the process runtime arrives with the pod workers)"
+        )
+    settings = broker_for_bench(
+        replace(
+            base,
+            topic_prefix=f"bench-{uuid.uuid4().hex[:8]}.",
+            partitions=base.partitions,
+            log_level="warning",
+        )
+    )
+    asyncio.run(ensure_topics(settings))
+    return asyncio.run(_bench_node(settings, pods, seconds))
+
+
+async def _bench_node(settings: Settings, pods: int, seconds: float) -> NodeFigures:
+    import random
+
+    from podledger.agents.pleg import CONTAINER_DIED, Pleg
+    from podledger.agents.sim_runtime import ANNOTATION_EXIT_CODE, ANNOTATION_RUN_SECONDS, SimRuntime
+
+    rng = random.Random(7)
+    node = f"bench-node-{uuid.uuid4().hex[:6]}"
+    sim = SimRuntime(seed=7)
+    specs: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+    attempts: dict[str, int] = {}
+    for i in range(pods):
+        uid = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+        container = {"name": "app", "image": "example/app:1"}
+        pod = {
+            "metadata": {
+                "uid": uid,
+                "name": f"pod-{i:05d}",
+                "namespace": "default",
+                # Each container runs 5 to 60 s, then fails and is restarted: steady churn.
+                "annotations": {ANNOTATION_RUN_SECONDS: str(rng.uniform(5, 60)), ANNOTATION_EXIT_CODE: "1"},
+            },
+            "spec": {"containers": [container]},
+        }
+        specs[uid] = (pod, container)
+        await sim.create_sandbox(pod)
+        await sim.start_container(pod, container, attempt=0)
+        attempts[uid] = 0
+    producer = AIOKafkaProducer(
+        bootstrap_servers=settings.bootstrap,
+        linger_ms=5,
+        max_batch_size=1 << 20,
+        **settings.kafka_client_options(),
+    )
+    await producer.start()
+    partition = partition_for_node(node, settings.partitions)
+    topic = settings.topic("pleg")
+
+    async def publish(event: Any) -> None:
+        await producer.send(topic, key=event.uid.encode(), value=encode(event), partition=partition)
+
+    pleg = Pleg(sim, node, publish)
+    figures = NodeFigures(pods=pods)
+    say(f"{pods} sim pods on node {node}; relisting every second for {seconds:.0f}s")
+    try:
+        await pleg.relist_once()  # the first relist reports every pod starting: not a steady state
+        pleg.relist_seconds.clear()
+        cpu0, wall0 = time.process_time(), time.monotonic()
+        while time.monotonic() - wall0 < seconds:
+            tick = time.monotonic()
+            events = await pleg.relist_once()
+            figures.events += len(events)
+            for event in events:  # a minimal pod worker: restart what died
+                if event.type == CONTAINER_DIED and event.pod_uid in specs:
+                    pod, container = specs[event.pod_uid]
+                    attempts[event.pod_uid] += 1
+                    await sim.start_container(pod, container, attempt=attempts[event.pod_uid])
+            await asyncio.sleep(max(0.0, 1.0 - (time.monotonic() - tick)))
+        await producer.flush()
+        figures.seconds = time.monotonic() - wall0
+        figures.cpu_pct = 100 * (time.process_time() - cpu0) / figures.seconds
+        figures.relists = list(pleg.relist_seconds)
+    finally:
+        await producer.stop()
+    return figures
+
+
+def print_node(figures: NodeFigures) -> None:
+    cores = os.cpu_count()
+    mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    relists = [r * 1000 for r in figures.relists or []]
+    print(
+        f"machine: {cores} cores, {mem_gb:.0f} GB; pods={figures.pods} (sim runtime), {len(relists)} relists"
+    )
+    print(f"relist time:        p50 {percentile(relists, 50):.1f} ms  p99 {percentile(relists, 99):.1f} ms")
+    rate = figures.events / max(figures.seconds, 1e-9)
+    print(f"events published:   {figures.events} ({rate:.0f}/s, each with its snapshot)")
+    print(f"node agent CPU:     {figures.cpu_pct:.0f}% of one core")
+    print(figures.line())

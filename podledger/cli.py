@@ -144,6 +144,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from podledger import bench
 
     settings = settings_from(args)
+    if args.target == "node":
+        node_figures = bench.bench_node(settings, pods=args.pods, seconds=args.seconds, runtime=args.runtime)
+        bench.print_node(node_figures)
+        return 0
     if args.target == "sink":
         sink_figures = bench.bench_sink(
             settings,
@@ -450,14 +454,17 @@ def build_parser() -> argparse.ArgumentParser:
         " names (or the local one, started if needed) and compares it with the offline fold and a bare"
         " aiokafka loop over the same messages. The last line is machine-readable.",
     )
-    p.add_argument("target", choices=["fold", "sink"])
+    p.add_argument("target", choices=["fold", "sink", "node"])
+    p.add_argument("--runtime", default="sim", help="node: the runtime to relist (default sim)")
     p.add_argument(
         "--pods", type=int, default=10_000, help="pods in the workload (default 10000; sink: use 1000)"
     )
     p.add_argument(
         "--interval", type=float, default=60.0, help="sink: seconds between versions of a pod (default 60)"
     )
-    p.add_argument("--seconds", type=float, default=120.0, help="sink: how long pods churn (default 120)")
+    p.add_argument(
+        "--seconds", type=float, default=120.0, help="sink, node: how long the benchmark runs (default 120)"
+    )
     p.add_argument("--events", type=int, default=200_000, help="events in the backlog (default 200000)")
     p.add_argument("--rate", type=int, default=5000, help="events/s for the latency phase (default 5000)")
     p.add_argument(
