@@ -6,9 +6,10 @@ runtime snapshot documented in streams/status.py, so the fold never needs to kno
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
+
+from podledger.streams.status import rfc3339
 
 __all__ = ["CONTAINER_STATES", "ContainerRecord", "Runtime", "exit_reason", "rfc3339"]
 
@@ -16,11 +17,6 @@ JSONDict = dict[str, Any]
 
 # The runtime container states the snapshot format allows (pleg.v1 schema).
 CONTAINER_STATES = frozenset({"created", "running", "exited", "unknown"})
-
-
-def rfc3339(ts: float) -> str:
-    """Seconds-precision UTC RFC3339, the form the API uses for container timestamps."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
 
 
 def exit_reason(exit_code: int) -> str:

@@ -37,6 +37,7 @@ from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from podledger.agents.kube import Kube, KubeError
 from podledger.schemas import DecodeError, decode, models
 from podledger.streams import api_sync
+from podledger.streams.status import rfc3339
 
 from podledger.config import Settings
 
@@ -249,7 +250,7 @@ class Sink:
                 if exc.not_found:
                     return "missing"
                 raise
-        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        now = rfc3339(time.time())
         fields = {
             "status": vs.status,
             "version": vs.version,

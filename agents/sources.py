@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 from podledger.agents.pod_config import PodStorage
 from podledger.schemas.models import PodUpdate
+from podledger.streams.status import rfc3339
 
 log = logging.getLogger("podledger.source")
 JSONDict = dict[str, Any]
@@ -21,7 +22,7 @@ async def publish_merge(
     storage: PodStorage, source: str, pods: list[JSONDict], node: str, publish: Publish
 ) -> None:
     """Merge one SET of a source and publish the resulting ops, one pod per message."""
-    for update in storage.merge(source, "SET", pods, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())):
+    for update in storage.merge(source, "SET", pods, rfc3339(time.time())):
         for pod in update.pods:  # the empty ADD (the source is ready) carries no pod
             await publish(
                 PodUpdate(op=update.op, source=source, node=node, pod=pod, ts_ms=int(time.time() * 1000))

@@ -283,10 +283,14 @@ async def raw_floor(settings: Settings, total: int) -> float:
         await producer.stop()
 
 
-def print_fold(figures: FoldFigures, *, pods: int, events: int, partitions: int) -> None:
-    cores = os.cpu_count()
+def machine() -> str:
+    """The size of this machine, printed with every figure."""
     mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    print(f"machine: {cores} cores, {mem_gb:.0f} GB; pods={pods} events={events} partitions={partitions}")
+    return f"machine: {os.cpu_count()} cores, {mem_gb:.0f} GB"
+
+
+def print_fold(figures: FoldFigures, *, pods: int, events: int, partitions: int) -> None:
+    print(f"{machine()}; pods={pods} events={events} partitions={partitions}")
     print(f"pipeline (Faust fold, real broker): {figures.events_per_s:,.0f} events/s")
     print(
         f"latency ingress->pod-status:       p50 {figures.p50_ms:.1f} ms  p99 {figures.p99_ms:.1f} ms"
@@ -521,12 +525,10 @@ async def _churn(
 
 
 def print_sink(figures: SinkFigures, *, qps: float, burst: int, interval: float) -> None:
-    cores = os.cpu_count()
-    mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     lat = figures.latencies or []
     rate = figures.patches / max(figures.seconds, 1e-9)
     p50, p99 = percentile(lat, 50), percentile(lat, 99)
-    print(f"machine: {cores} cores, {mem_gb:.0f} GB; pods={figures.pods}, a version each {interval}s")
+    print(f"{machine()}; pods={figures.pods}, a version each {interval}s")
     print(f"client limit:         QPS {qps}, burst {burst}")
     print(f"versions published:   {figures.versions}")
     print(f"patches seen:         {figures.patches} ({rate:.1f}/s; each also costs a GET)")
@@ -642,12 +644,8 @@ async def _bench_node(settings: Settings, pods: int, seconds: float) -> NodeFigu
 
 
 def print_node(figures: NodeFigures) -> None:
-    cores = os.cpu_count()
-    mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     relists = [r * 1000 for r in figures.relists or []]
-    print(
-        f"machine: {cores} cores, {mem_gb:.0f} GB; pods={figures.pods} (sim runtime), {len(relists)} relists"
-    )
+    print(f"{machine()}; pods={figures.pods} (sim runtime), {len(relists)} relists")
     print(f"relist time:        p50 {percentile(relists, 50):.1f} ms  p99 {percentile(relists, 99):.1f} ms")
     rate = figures.events / max(figures.seconds, 1e-9)
     print(f"events published:   {figures.events} ({rate:.0f}/s, each with its snapshot)")

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from podledger.schemas import models
+from podledger.streams.status import rfc3339
 
 JSONDict = dict[str, Any]
 
@@ -28,7 +29,7 @@ class IngressEvent:
 
 
 def _iso(ms: int) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ms // 1000))
+    return rfc3339(ms / 1000)
 
 
 def make_pod(uid: str, name: str, node: str, *, readiness: bool = True) -> JSONDict:

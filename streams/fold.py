@@ -19,7 +19,6 @@ A pod record is a plain dict:
 from __future__ import annotations
 
 import base64
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,10 +46,6 @@ class Coordinates:
     partition: int
     offset: int
     ts_ms: int
-
-
-def rfc3339(ts_ms: int) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts_ms // 1000))
 
 
 def event_type(topic: str, event: Any) -> str:
@@ -201,7 +196,7 @@ def _apply(
         terminate = True
 
     outputs = [journal]
-    now = rfc3339(at.ts_ms)
+    now = status_gen.rfc3339(at.ts_ms / 1000)
     record = _set_status(record, kind, at, now, outputs, pod_is_terminal=record["terminated"])
     if terminate:
         terminated = status_manager.terminate_pod_status(record["pod"], record["status"])

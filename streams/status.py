@@ -16,6 +16,7 @@ Reason cache: {container name: {"reason": "CrashLoopBackOff", "message": "..."}}
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -50,6 +51,11 @@ READINESS_GATES_NOT_READY = "ReadinessGatesNotReady"
 
 
 # --------------------------------------------------------------------------- small helpers
+
+
+def rfc3339(ts: float) -> str:
+    """Seconds-precision UTC RFC 3339, the form the API uses for every status timestamp."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
 
 
 def json_copy(value: Any) -> Any:
