@@ -202,8 +202,10 @@ class Pleg:
         *,
         period_s: float = RELIST_PERIOD_S,
         clock: Callable[[], float] = time.time,
+        wanted: Callable[[str], bool] = lambda uid: True,
     ) -> None:
         self.runtime = runtime
+        self.wanted = wanted  # pods whose events are published (the node still has them in its config)
         self.node = node
         self.publish = publish  # receives a schemas.models.PlegEvent
         self.period_s = period_s
@@ -223,6 +225,8 @@ class Pleg:
         self.relist_seconds.append(time.perf_counter() - started)
         ts_ms = int(now * 1000)
         for event in events:
+            if not self.wanted(event.pod_uid):
+                continue
             snapshot = current.get(event.pod_uid) or {"containers": [], "ips": []}
             await self.publish(
                 models.PlegEvent(event.pod_uid, self.node, event.type, event.container_id, snapshot, ts_ms)

@@ -16,6 +16,7 @@ import contextlib
 import json
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import time
@@ -311,28 +312,40 @@ class ProcessRuntime:
             os.unlink(c.log_path)
         self._save()
 
-    def relist(self, now: float) -> dict[str, JSONDict]:
-        """{pod uid: snapshot} at `now`, after a non-blocking check of every running process.
+    async def remove_sandbox(self, pod_uid: str) -> None:
+        """Forget the pod: its containers are killed if still running, its logs deleted (RemovePodSandbox)."""
+        state = self._pods.get(pod_uid)
+        if state is None:
+            return
+        for cid in list(state.containers):
+            await self.remove_container(pod_uid, cid)
+        self._pods.pop(pod_uid, None)
+        shutil.rmtree(self._dir / pod_uid, ignore_errors=True)
+        self._save()
 
-        Containers are listed newest first, like the sim runtime, so the fold takes a restart within the
-        same second as the current instance.
-        """
+    def relist(self, now: float) -> dict[str, JSONDict]:
+        """{pod uid: snapshot} at `now`, after a non-blocking check of every running process."""
+        return {uid: snapshot for uid in list(self._pods) if (snapshot := self.pod_snapshot(uid, now))}
+
+    def pod_snapshot(self, pod_uid: str, now: float) -> JSONDict | None:
+        """One pod's snapshot at `now` (None if unknown), newest container first like the sim runtime,
+        so the fold takes a restart within the same second as the current instance."""
+        state = self._pods.get(pod_uid)
+        if state is None:
+            return None
         changed = False
-        out: dict[str, JSONDict] = {}
-        for uid, state in self._pods.items():
-            containers: list[JSONDict] = []
-            for c in reversed(state.containers.values()):
-                changed |= self._poll(c, now)
-                containers.append(c.record().snapshot())
-            out[uid] = {
-                "containers": containers,
-                "ips": [POD_IP] if state.sandbox_ready else [],
-                "runtime_type": self.runtime_type,
-                "sandbox": {"id": state.sandbox_id, "ready": state.sandbox_ready},
-            }
+        containers: list[JSONDict] = []
+        for c in reversed(state.containers.values()):
+            changed |= self._poll(c, now)
+            containers.append(c.record().snapshot())
         if changed:
             self._save()
-        return out
+        return {
+            "containers": containers,
+            "ips": [POD_IP] if state.sandbox_ready else [],
+            "runtime_type": self.runtime_type,
+            "sandbox": {"id": state.sandbox_id, "ready": state.sandbox_ready},
+        }
 
     def log_path(self, pod_uid: str, container_id: str) -> Path | None:
         """Where the container's stdout+stderr go (for `kubectl logs`-style readers), or None if unknown."""

@@ -92,6 +92,14 @@ class Runtime(Protocol):
         """Forget an exited container so relists no longer report it."""
         ...
 
+    async def remove_sandbox(self, pod_uid: str) -> None:
+        """Forget the pod and everything of it (containers are killed first if still running)."""
+        ...
+
+    def pod_snapshot(self, pod_uid: str, now: float) -> JSONDict | None:
+        """One pod's snapshot (as in `relist`), or None if the runtime does not know the pod."""
+        ...
+
     def relist(self, now: float) -> dict[str, JSONDict]:
         """{pod uid: snapshot} for every known pod; synchronous and cheap (called every second)."""
         ...

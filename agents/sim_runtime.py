@@ -178,7 +178,7 @@ class SimRuntime:
         state.cache = None
 
     async def remove_sandbox(self, pod_uid: str) -> None:
-        """Forget the pod entirely (sim-only, for churn benchmarks): it disappears from relists."""
+        """Forget the pod entirely: it disappears from relists (RemovePodSandbox)."""
         self._pods.pop(pod_uid, None)
 
     async def start_container(self, pod: JSONDict, container: JSONDict, *, attempt: int) -> str:
@@ -236,13 +236,17 @@ class SimRuntime:
 
     def relist(self, now: float) -> dict[str, JSONDict]:
         """{pod uid: snapshot} at `now`; a pod's snapshot is rebuilt only after a stage boundary."""
-        out: dict[str, JSONDict] = {}
-        for uid, state in self._pods.items():
-            cache = state.cache
-            if cache is None or not state.valid_from <= now < state.valid_until:
-                cache = self._snapshot(state, now)
-            out[uid] = cache
-        return out
+        return {uid: self._cached_snapshot(state, now) for uid, state in self._pods.items()}
+
+    def pod_snapshot(self, pod_uid: str, now: float) -> JSONDict | None:
+        """One pod's snapshot at `now`, or None if the runtime does not know the pod."""
+        state = self._pods.get(pod_uid)
+        return None if state is None else self._cached_snapshot(state, now)
+
+    def _cached_snapshot(self, state: _Pod, now: float) -> JSONDict:
+        if state.cache is None or not state.valid_from <= now < state.valid_until:
+            return self._snapshot(state, now)
+        return state.cache
 
     def _snapshot(self, state: _Pod, now: float) -> JSONDict:
         """Build one pod's snapshot, newest container first.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -64,8 +65,18 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--log-level", help="debug, info, warning, error (PODLEDGER_LOG_LEVEL; default warning)")
 
 
+def _add_node_options(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("node agents")
+    g.add_argument("--runtime", help="container runtime: process or sim (PODLEDGER_RUNTIME; default process)")
+    g.add_argument("--manifest-dir", help="static pod manifest directory (PODLEDGER_MANIFEST_DIR)")
+    g.add_argument("--manifest-url", help="static pod manifest URL (PODLEDGER_MANIFEST_URL)")
+
+
 def settings_from(args: argparse.Namespace) -> Settings:
     return Settings.from_env(
+        runtime=getattr(args, "runtime", None),
+        manifest_dir=getattr(args, "manifest_dir", None),
+        manifest_url=getattr(args, "manifest_url", None),
         bootstrap=getattr(args, "bootstrap", None),
         kubeconfig=getattr(args, "kubeconfig", None),
         node=getattr(args, "node", None),
@@ -219,49 +230,42 @@ def run_pipeline(
     """Run the Faust worker with the chosen roles until SIGINT/SIGTERM."""
     import faust
 
-    from podledger.agents.apiserver_source import ApiserverSource
     from podledger.agents.kube import Kube
+    from podledger.agents.node import NodeAgent, build_sources, make_runtime
     from podledger.agents.pod_config import PodStorage
     from podledger.agents.sink import Sink
-    from podledger.agents.static_sources import FileSource, HttpSource
     from podledger.streams.app import Pipeline
 
     _require_bootstrap(settings)
     pipeline = Pipeline(settings, fold="fold" in roles)
     kube: Kube | None = None
-    api_source = "source" in roles and settings.api_source.lower() not in ("false", "0", "no")
+    api_source = bool(roles & {"source", "node"}) and settings.api_source_enabled
     if "sink" in roles or api_source:
         kube = Kube.from_kubeconfig(settings.kubeconfig, qps=settings.sink_qps, burst=settings.sink_burst)
         version = kube.check()
         kube.ensure_node(settings.node)
         log.info("apiserver %s (%s), node %s", kube.server, version, settings.node)
 
-    storage = PodStorage()  # one podStorage for every source, as in the kubelet
+    if "node" in roles:
+        agent = NodeAgent(settings, make_runtime(settings), kube=kube if api_source else None)
 
-    def publish_update(update: Any) -> Any:
-        return pipeline.publish("pod-updates", update.uid, update, update.node)
+        async def node_agent(_: Pipeline) -> None:
+            await agent.run()
 
-    sources: list[Any] = []
-    if api_source:
-        assert kube is not None
-        sources.append(ApiserverSource(kube, settings.node, publish_update, storage))
-    if "source" in roles and settings.manifest_dir:
-        sources.append(
-            FileSource(
-                Path(settings.manifest_dir), settings.node, publish_update, storage, settings.file_check_s
-            )
-        )
-    if "source" in roles and settings.manifest_url:
-        sources.append(
-            HttpSource(settings.manifest_url, settings.node, publish_update, storage, settings.http_check_s)
-        )
-    for source in sources:
+        pipeline.add_task(node_agent)
+    elif "source" in roles:
+        storage = PodStorage()  # one podStorage for every source, as in the kubelet
 
-        async def run_source(_: Pipeline, source: Any = source) -> None:
-            await source.run()
+        def publish_update(update: Any) -> Any:
+            return pipeline.publish("pod-updates", update.uid, update, update.node)
 
-        run_source.__name__ = f"{type(source).__name__.lower()}"
-        pipeline.add_task(run_source)
+        for source in build_sources(settings, storage, publish_update, kube if api_source else None):
+
+            async def run_source(_: Pipeline, source: Any = source) -> None:
+                await source.run()
+
+            run_source.__name__ = f"{type(source).__name__.lower()}"
+            pipeline.add_task(run_source)
 
     if "sink" in roles:
         assert kube is not None
@@ -301,10 +305,41 @@ def run_pipeline(
 def cmd_run(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     roles = set(args.roles.split(","))
-    unknown = roles - {"fold", "source", "sink"}
+    unknown = roles - {"fold", "source", "node", "sink"}
     if unknown:
-        raise UserError(f"unknown role(s) {', '.join(sorted(unknown))}: choose from fold, source, sink")
+        raise UserError(f"unknown role(s) {', '.join(sorted(unknown))}: choose from fold, source, node, sink")
     return run_pipeline(settings, roles=roles)
+
+
+def cmd_node(args: argparse.Namespace) -> int:
+    """Every node agent of one node, without Faust: sources, pod workers, PLEG, prober."""
+    from podledger.agents.kube import Kube
+    from podledger.agents.node import NodeAgent, make_runtime
+
+    settings = settings_from(args)
+    _require_bootstrap(settings)
+    kube = None
+    if settings.api_source_enabled:
+        kube = Kube.from_kubeconfig(settings.kubeconfig, qps=settings.sink_qps, burst=settings.sink_burst)
+        kube.check()
+        kube.ensure_node(settings.node)
+    agent = NodeAgent(settings, make_runtime(settings), kube=kube)
+    return run_until_signalled(agent.run())
+
+
+def run_until_signalled(main: Any) -> int:
+    """Run a coroutine until it ends or SIGINT/SIGTERM arrives; a signal cancels it cleanly (exit 0)."""
+
+    async def runner() -> None:
+        task = asyncio.ensure_future(main)
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, task.cancel)
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    asyncio.run(runner())
+    return 0
 
 
 def format_status_line(vs: Any) -> str:
@@ -413,10 +448,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--roles",
         default="fold,source,sink",
-        help="comma-separated roles to run in this process (default: fold,source,sink)",
+        help="comma-separated roles to run in this process: fold, source (pod sources only), node (every"
+        " node agent: sources, pod workers, PLEG, prober), sink (default: fold,source,sink)",
     )
     _add_common(p)
+    _add_node_options(p)
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser(
+        "node",
+        help="run every node agent of one node: pod sources, pod workers, PLEG, prober",
+        description="Publishes the node's pod-updates, runs its pods on the chosen runtime (pod workers read"
+        " pod-updates back from Kafka), relists the runtime into pleg and probes containers into"
+        " probe-results. Resumes from the log after a restart and adopts running containers. Stops"
+        " cleanly on SIGINT or SIGTERM, leaving containers running for the next agent to adopt.",
+    )
+    _add_common(p)
+    _add_node_options(p)
+    p.set_defaults(func=cmd_node)
 
     p = sub.add_parser(
         "topics",

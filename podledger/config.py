@@ -34,6 +34,13 @@ class Settings:
     file_check_s: float = 20.0  # rescan period of the file source (inotify also wakes it)
     http_check_s: float = 20.0  # poll period of the http source
     api_source: str = "true"  # watch the apiserver for this node's pods
+    runtime: str = "process"  # the node agent's container runtime: process or sim
+    runtime_state_dir: str = (
+        ""  # where the process runtime keeps state.json and logs; default under the cache
+    )
+    sim_seed: int = 0  # jitter seed of the sim runtime
+    relist_period_s: float = 1.0  # the PLEG's relist period
+    pod_resync_s: float = 60.0  # a pod worker looks at its pod at least this often (syncFrequency)
     partitions: int = 6
     replication_factor: int = 1  # raise to 3 on a real cluster
     app_id: str = ""  # Faust application id; defaults to "<topic_prefix>fold"
@@ -49,7 +56,7 @@ class Settings:
     sink_reconcile_ms: int = 10_000  # how often API statuses are checked for drift
     sink_read: str = "get"  # how the sink reads a pod before writing: get (as the kubelet) or watch
     log_level: str = "warning"
-    data_dir: str = ""  # Faust's table data; defaults to a folder under the cache
+    data_dir: str = ""  # Faust's working files; defaults to faust/<app id> under the cache
     # Kafka client security, passed through to aiokafka and Faust.
     kafka_security_protocol: str = "PLAINTEXT"
     kafka_sasl_mechanism: str = ""
@@ -84,6 +91,22 @@ class Settings:
             raise UserError(f"PODLEDGER_SINK_READ must be get or watch, not {self.sink_read!r}")
         if self.sink_qps <= 0 or self.sink_burst < 1:
             raise UserError("sink QPS must be > 0 and burst >= 1")
+        if self.runtime not in ("process", "sim"):
+            raise UserError(f"PODLEDGER_RUNTIME must be process or sim, not {self.runtime!r}")
+        if self.relist_period_s <= 0 or self.pod_resync_s <= 0:
+            raise UserError("relist and resync periods must be > 0")
+
+    @property
+    def api_source_enabled(self) -> bool:
+        return self.api_source.lower() not in ("false", "0", "no", "")
+
+    def runtime_dir(self) -> str:
+        """The process runtime's state directory: one per node, so agents of several nodes never share it."""
+        if self.runtime_state_dir:
+            return self.runtime_state_dir
+        from podledger.localstack import cache_dir
+
+        return str(cache_dir() / "runtime" / self.node)
 
     @property
     def fold_app_id(self) -> str:

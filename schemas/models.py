@@ -76,6 +76,9 @@ class PodLifecycle:
     kind: str
     ts_ms: int
     sync_results: list[JSONDict] = field(default_factory=list)
+    grace_s: int | None = None
+    backoff: dict[str, JSONDict] | None = None
+    runtime: JSONDict | None = None
 
 
 @dataclass(slots=True)

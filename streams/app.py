@@ -11,10 +11,11 @@ import asyncio
 import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import faust
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaProducer, TopicPartition
 from podledger.schemas import DecodeError, decode, encode
 from podledger.streams.batch import Batch, BatchFold, marker_key
 from podledger.streams.fold import Coordinates, HoldLimits, Output
@@ -22,6 +23,8 @@ from podledger.streams.state import FoldState
 from podledger.streams.topics import ALL_TOPICS, INGRESS
 
 from podledger.config import Settings
+from podledger.kafka import new_consumer, read_to_end
+from podledger.localstack import cache_dir
 from podledger.partitioner import partition_for_node
 
 log = logging.getLogger("podledger.fold")
@@ -53,6 +56,8 @@ class Pipeline:
 
     def __init__(self, settings: Settings, *, fold: bool = True) -> None:
         self.settings = settings
+        datadir = Path(settings.data_dir or cache_dir() / "faust" / settings.fold_app_id)
+        datadir.parent.mkdir(parents=True, exist_ok=True)  # Faust creates only the last level
         self.app = faust.App(
             settings.fold_app_id,
             broker=faust_broker_url(settings.bootstrap),
@@ -66,7 +71,7 @@ class Pipeline:
             producer_acks=-1,
             broker_session_timeout=settings.session_timeout_ms / 1000,
             broker_heartbeat_interval=max(settings.session_timeout_ms / 3000, 0.5),
-            datadir=settings.data_dir or None,
+            datadir=str(datadir),
             logging_config=None,
         )
         self.topics: dict[str, faust.TopicT] = {
@@ -194,27 +199,17 @@ class Pipeline:
         self._waiting |= {k for k in self.state.keys_of(partition) if self.state.data[k].get("held")}
         marker = self.state.get(marker_key(partition))
         start = marker["journal_offset"] + 1 if marker else 0
-        consumer = AIOKafkaConsumer(
-            bootstrap_servers=self.settings.bootstrap,
-            enable_auto_commit=False,
-            group_id=None,
-            auto_offset_reset="earliest",  # entries before `start` may have aged out
-            **self.settings.kafka_client_options(),
-        )
+        consumer = new_consumer(self.settings)
         tp = TopicPartition(self.settings.topic("journal"), partition)
         await consumer.start()
         try:
             consumer.assign([tp])
-            end = (await consumer.end_offsets([tp]))[tp]
-            if start < end:
-                consumer.seek(tp, start)
-                fold = self._batch_fold()
-                last = start - 1
-                while await consumer.position(tp) < end:
-                    for message in (await consumer.getmany(tp, timeout_ms=1000)).get(tp, []):
-                        if message.offset < end:
-                            fold.add_journal_entry(partition, decode("journal", message.value))
-                            last = message.offset
+            fold = self._batch_fold()
+            last = start - 1
+            async for message in read_to_end(consumer, tp, start):
+                fold.add_journal_entry(partition, decode("journal", message.value))
+                last = message.offset
+            if last >= start:
                 fold.batch.journal.clear()
                 await self._commit(fold.batch, journal_end={partition: last})
                 log.warning(

@@ -6,7 +6,8 @@ offline over a journal. The step never reads a clock or Kafka; time is the event
 A pod record is a plain dict:
     uid, namespace, name, node, source    identity
     pod           the desired pod from pod-updates (its status is what the API last reported)
-    runtime       the latest runtime snapshot from pleg (None before the first)
+    runtime       the latest runtime snapshot from pleg, or the worker's final one (None before the first)
+    runtime_ts    event time of that snapshot; an older one never replaces it
     probes        {container: {container id: {probe: result}}} from probe-results
     reasons       {container: {reason, message}}: the pod worker's last sync errors (reason cache)
     terminating   the pod worker started terminating the pod
@@ -175,7 +176,10 @@ def _apply(
     if at.topic == "pod-updates":
         record["pod"] = event.pod
     elif at.topic == "pleg":
-        record["runtime"] = event.runtime
+        # Snapshots only move forward: a relist folded after the worker's terminated fact (topics are
+        # read independently) must not bring back containers the terminated snapshot shows stopped.
+        if event.ts_ms >= record.get("runtime_ts", 0):
+            record["runtime"], record["runtime_ts"] = event.runtime, event.ts_ms
     elif at.topic == "probe-results":
         # Results belong to a container *instance* (its id), as in the kubelet's results managers;
         # only the two newest instances of a container are kept (the current and the one before).
@@ -193,6 +197,8 @@ def _apply(
         record["terminating"] = True
     else:  # terminated
         record["terminating"] = record["terminated"] = True
+        if event.runtime is not None and event.ts_ms >= record.get("runtime_ts", 0):
+            record["runtime"], record["runtime_ts"] = event.runtime, event.ts_ms
         terminate = True
 
     outputs = [journal]

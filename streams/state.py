@@ -12,9 +12,10 @@ import logging
 from typing import Any
 
 import orjson
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaProducer, TopicPartition
 
 from podledger.config import Settings
+from podledger.kafka import new_consumer, read_to_end
 
 log = logging.getLogger("podledger.fold")
 JSONDict = dict[str, Any]
@@ -55,32 +56,19 @@ class FoldState:
     async def restore(self, partition: int) -> int:
         """Load a partition's records from the state topic; returns how many there are."""
         self.forget(partition)
-        consumer = AIOKafkaConsumer(
-            bootstrap_servers=self.settings.bootstrap,
-            enable_auto_commit=False,
-            group_id=None,
-            auto_offset_reset="earliest",
-            max_partition_fetch_bytes=8 << 20,
-            **self.settings.kafka_client_options(),
-        )
+        consumer = new_consumer(self.settings)
         tp = TopicPartition(self.topic, partition)
         await consumer.start()
         keys = self._keys.setdefault(partition, set())
         try:
             consumer.assign([tp])
-            end = (await consumer.end_offsets([tp]))[tp]
-            await consumer.seek_to_beginning(tp)
-            while await consumer.position(tp) < end:
-                batch = await consumer.getmany(tp, timeout_ms=1000, max_records=10_000)
-                for message in batch.get(tp, []):
-                    if message.offset >= end:
-                        continue
-                    if message.value is None:
-                        self.data.pop(message.key, None)
-                        keys.discard(message.key)
-                    else:
-                        self.data[message.key] = orjson.loads(message.value)
-                        keys.add(message.key)
+            async for message in read_to_end(consumer, tp):
+                if message.value is None:
+                    self.data.pop(message.key, None)
+                    keys.discard(message.key)
+                else:
+                    self.data[message.key] = orjson.loads(message.value)
+                    keys.add(message.key)
         finally:
             await consumer.stop()
         return len(keys)

@@ -68,9 +68,14 @@ def node_name() -> str:
 
 
 @pytest.fixture
-def settings(kafka_bootstrap: str, topic_prefix: str, node_name: str) -> Settings:
+def settings(kafka_bootstrap: str, topic_prefix: str, node_name: str, tmp_path: Path) -> Settings:
     return Settings.from_env(
-        env={}, bootstrap=kafka_bootstrap, topic_prefix=topic_prefix, partitions=3, node=node_name
+        env={},
+        bootstrap=kafka_bootstrap,
+        topic_prefix=topic_prefix,
+        partitions=3,
+        node=node_name,
+        data_dir=str(tmp_path / "faust"),
     )
 
 
@@ -111,6 +116,9 @@ def podledger_process(
 
     def start(args: list[str], env: dict[str, str] | None = None) -> PodledgerProcess:
         full_env = {k: v for k, v in os.environ.items() if not k.startswith("PODLEDGER_")}
+        # Faust's working files and the process runtime's state stay inside the test's temp dir.
+        full_env["PODLEDGER_DATA_DIR"] = str(tmp_path / f"faust-{len(procs)}")
+        full_env["PODLEDGER_RUNTIME_STATE_DIR"] = str(tmp_path / f"runtime-{len(procs)}")
         full_env.update(env or {})
         proc = PodledgerProcess(args, full_env, tmp_path / f"podledger-{len(procs)}.log")
         procs.append(proc)

@@ -1,0 +1,199 @@
+"""The node agent: every agent of one node in one process (`podledger node`).
+
+Sources publish pod-updates; the pod workers read pod-updates back from Kafka (the log, not the source,
+is what they act on) and drive the runtime; the PLEG relists the runtime and publishes pleg events; the
+prober publishes probe results. On start the agent first replays its node's pod-updates and
+pod-lifecycle so the workers resume where the previous agent stopped, and seeds the sources' merge
+state from the same replay, so pods removed while the agent was down come out as REMOVE ops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from aiokafka import TopicPartition
+from podledger.agents.pleg import Pleg
+from podledger.agents.pod_config import PodStorage
+from podledger.agents.pod_worker import PodWorkers
+from podledger.schemas import DecodeError, decode, models
+
+from podledger.config import Settings
+from podledger.errors import UserError
+from podledger.kafka import Publisher, new_consumer, read_to_end
+from podledger.partitioner import partition_for_node
+
+__all__ = ["NodeAgent", "build_sources", "make_runtime"]
+
+log = logging.getLogger("podledger.node")
+RUNTIMES = ("process", "sim")
+
+
+def make_runtime(settings: Settings) -> Any:
+    """The runtime named by PODLEDGER_RUNTIME, keeping its state under the data dir."""
+    if settings.runtime == "process":
+        from podledger.agents.process_runtime import ProcessRuntime
+
+        return ProcessRuntime(Path(settings.runtime_dir()))
+    if settings.runtime == "sim":
+        from podledger.agents.sim_runtime import SimRuntime
+
+        return SimRuntime(seed=settings.sim_seed)
+    raise UserError(f"unknown runtime {settings.runtime!r}: choose from {', '.join(RUNTIMES)}")
+
+
+def build_sources(
+    settings: Settings,
+    storage: PodStorage,
+    publish_update: Callable[[models.PodUpdate], Awaitable[None]],
+    kube: Any | None,
+) -> list[Any]:
+    """The configured pod sources, sharing one podStorage merge as the kubelet's sources do."""
+    from podledger.agents.apiserver_source import ApiserverSource
+    from podledger.agents.static_sources import FileSource, HttpSource
+
+    sources: list[Any] = []
+    if kube is not None and settings.api_source_enabled:
+        sources.append(ApiserverSource(kube, settings.node, publish_update, storage))
+    if settings.manifest_dir:
+        sources.append(
+            FileSource(
+                Path(settings.manifest_dir), settings.node, publish_update, storage, settings.file_check_s
+            )
+        )
+    if settings.manifest_url:
+        sources.append(
+            HttpSource(settings.manifest_url, settings.node, publish_update, storage, settings.http_check_s)
+        )
+    return sources
+
+
+def source_names(sources: list[Any]) -> set[str]:
+    names = {"ApiserverSource": "api", "FileSource": "file", "HttpSource": "http"}
+    return {names[type(s).__name__] for s in sources}
+
+
+class NodeAgent:
+    """Sources, pod workers, PLEG (and prober) of one node, wired through Kafka."""
+
+    def __init__(
+        self, settings: Settings, runtime: Any, *, kube: Any | None = None, prober: Any | None = None
+    ):
+        self.settings = settings
+        self.node = settings.node
+        self.runtime = runtime
+        self.kube = kube
+        self.publisher = Publisher(settings)
+        self.storage = PodStorage()
+        self.prober = prober
+        self.workers = PodWorkers(
+            runtime,
+            self.node,
+            self.publisher.publish,
+            prober=prober,
+            sources_ready=self._sources_ready,
+            resync_s=settings.pod_resync_s,
+        )
+        self.pleg = Pleg(
+            runtime,
+            self.node,
+            self._publish_pleg,
+            period_s=settings.relist_period_s,
+            wanted=self.workers.publishes_for,
+        )
+        self.sources = build_sources(settings, self.storage, self._publish_update, kube)
+        self.partition = partition_for_node(self.node, settings.partitions)
+        self.ready = asyncio.Event()  # set once the log is replayed and every agent runs
+
+    def _sources_ready(self) -> bool:
+        return self.storage.sources_ready(source_names(self.sources))
+
+    async def _publish_update(self, update: models.PodUpdate) -> None:
+        await self.publisher.publish("pod-updates", update.uid, update, update.node)
+
+    async def _publish_pleg(self, event: models.PlegEvent) -> None:
+        await self.publisher.publish("pleg", event.uid, event, self.node)
+        if event.type != "ContainerRemoved":
+            self.workers.wake(event.uid)
+
+    def health(self) -> tuple[bool, str]:
+        """The PLEG's relist health (R2.4), as the kubelet's healthz reports it."""
+        return self.pleg.health.healthy(time.time())
+
+    async def run(self) -> None:
+        """Run until cancelled; containers keep running afterwards (the next agent adopts them)."""
+        await self.publisher.start()
+        consumer = new_consumer(self.settings)
+        await consumer.start()
+        tasks: list[asyncio.Task[Any]] = []
+        try:
+            updates_tp = TopicPartition(self.settings.topic("pod-updates"), self.partition)
+            lifecycle_tp = TopicPartition(self.settings.topic("pod-lifecycle"), self.partition)
+            consumer.assign([updates_tp, lifecycle_tp])
+            replayed = await self._replay(consumer, updates_tp, lifecycle_tp)
+            position = await consumer.position(updates_tp)
+            consumer.assign([updates_tp])
+            consumer.seek(updates_tp, position)  # go on live from where the replay ended
+            self.workers.start()
+            log.info(
+                "node %s: replayed %d pod-updates, %d pods to run; runtime %s",
+                self.node,
+                replayed,
+                len(self.workers.workers),
+                self.runtime.runtime_type,
+            )
+            tasks = [
+                asyncio.ensure_future(self._follow_updates(consumer, updates_tp)),
+                asyncio.ensure_future(self.pleg.run()),
+                asyncio.ensure_future(self.workers.housekeeping()),
+                *(asyncio.ensure_future(source.run()) for source in self.sources),
+            ]
+            self.ready.set()
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            for task in done:
+                task.result()  # an agent died: surface why
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await self.workers.stop()
+            with contextlib.suppress(Exception):
+                await consumer.stop()
+            await self.publisher.stop()
+
+    async def _replay(self, consumer: Any, updates_tp: TopicPartition, lifecycle_tp: TopicPartition) -> int:
+        """Rebuild the workers (and the sources' merge state) from this node's share of the log."""
+        count = 0
+        async for message in read_to_end(consumer, updates_tp):
+            update = self._decode("pod-updates", message.value)
+            if update is not None and update.node == self.node:
+                self.workers.apply_update(update)
+                count += 1
+        async for message in read_to_end(consumer, lifecycle_tp):
+            event = self._decode("pod-lifecycle", message.value)
+            if event is not None and event.node == self.node:
+                self.workers.apply_lifecycle(event)
+        for uid, w in self.workers.workers.items():
+            self.storage.pods.setdefault(w.source, {})[uid] = w.pod
+        return count
+
+    async def _follow_updates(self, consumer: Any, tp: TopicPartition) -> None:
+        while True:
+            batch = await consumer.getmany(tp, timeout_ms=1000)
+            for message in batch.get(tp, []):
+                update = self._decode("pod-updates", message.value)
+                if update is not None and update.node == self.node:
+                    self.workers.apply_update(update)
+
+    @staticmethod
+    def _decode(topic: str, value: bytes | None) -> Any:
+        try:
+            return decode(topic, value)
+        except DecodeError as exc:  # the fold dead-letters it; a worker just cannot act on it
+            log.warning("skipping a bad %s message: %s", topic, exc)
+            return None

@@ -1,0 +1,87 @@
+"""The plain aiokafka clients of the processes that do not run Faust (node agents, tools).
+
+Every producer here uses the shared node-name partitioner, so what a node agent publishes lands on the
+same partition number as the rest of its pods' events (DESIGN: co-partitioning).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
+
+from podledger.config import Settings
+from podledger.partitioner import partition_for_node
+from podledger.schemas import encode
+
+__all__ = ["Publisher", "new_consumer", "read_to_end"]
+
+
+def new_consumer(settings: Settings, **options: Any) -> AIOKafkaConsumer:
+    """A consumer outside any group (partitions are assigned by hand), starting from the earliest offset."""
+    defaults: dict[str, Any] = {
+        "enable_auto_commit": False,
+        "group_id": None,
+        "auto_offset_reset": "earliest",
+        "max_partition_fetch_bytes": 8 << 20,
+    }
+    return AIOKafkaConsumer(
+        bootstrap_servers=settings.bootstrap,
+        **{**defaults, **options},
+        **settings.kafka_client_options(),
+    )
+
+
+async def read_to_end(
+    consumer: AIOKafkaConsumer, tp: TopicPartition, start: int | None = None
+) -> AsyncIterator[ConsumerRecord]:
+    """Every message of an assigned partition from `start` (default: its beginning) up to its end as of now.
+
+    A `start` older than the partition's retention begins at the oldest message still there.
+    """
+    end = (await consumer.end_offsets([tp]))[tp]
+    if start is None or start >= end:
+        await consumer.seek_to_beginning(tp)
+    else:
+        consumer.seek(tp, start)
+    if start is not None and start >= end:
+        return
+    while await consumer.position(tp) < end:
+        batch = await consumer.getmany(tp, timeout_ms=1000, max_records=10_000)
+        for message in batch.get(tp, []):
+            if message.offset < end:
+                yield message
+
+
+class Publisher:
+    """An idempotent, fully acknowledged producer of topic values (models, or None for a tombstone)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.producer: AIOKafkaProducer | None = None
+
+    async def start(self) -> None:
+        """Connect; aiokafka clients must be made inside the running event loop."""
+        self.producer = AIOKafkaProducer(
+            bootstrap_servers=self.settings.bootstrap,
+            acks="all",
+            enable_idempotence=True,
+            linger_ms=5,
+            **self.settings.kafka_client_options(),
+        )
+        await self.producer.start()
+
+    async def stop(self) -> None:
+        if self.producer is not None:
+            await self.producer.stop()
+
+    async def publish(self, topic: str, key: str, value: Any, node: str) -> None:
+        """Send and wait for the broker's acknowledgement; same signature as streams.app.Pipeline.publish."""
+        assert self.producer is not None, "Publisher.start() first"
+        await self.producer.send_and_wait(
+            self.settings.topic(topic),
+            key=key.encode(),
+            value=None if value is None else encode(value),
+            partition=partition_for_node(node, self.settings.partitions),
+        )

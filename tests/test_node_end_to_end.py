@@ -1,0 +1,237 @@
+"""Issue 4 point 6 and issue 6's deletion flow: pods run as real processes, end to end.
+
+One `podledger run --roles fold,node,sink` process with the process runtime serves the node; the test
+creates pods in the real apiserver, watches their status there, and checks the processes themselves
+through the runtime's state file (pids) and the operating system.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import sys
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from podledger.agents.kube import Kube, KubeError
+from podledger.schemas import decode
+from podledger.streams.topics import ensure_topics
+
+from podledger.config import Settings
+from tests.conftest import read_topic, wait_for
+
+pytestmark = [pytest.mark.kafka, pytest.mark.kube]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is gone for our purposes
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+class RuntimeState:
+    """Reads the process runtime's state file, as an operator would to find a container's pid."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.path = state_dir / "state.json"
+
+    def containers(self, uid: str) -> list[dict[str, Any]]:
+        if not self.path.exists():
+            return []
+        return list((json.loads(self.path.read_text()).get(uid) or {}).get("containers") or [])
+
+    def running(self, uid: str, name: str) -> dict[str, Any] | None:
+        return next(
+            (c for c in self.containers(uid) if c["name"] == name and c["state"] == "running" and c["pid"]),
+            None,
+        )
+
+
+def _status(kube: Kube, name: str) -> dict[str, Any]:
+    return kube.get_pod("default", name).get("status") or {}
+
+
+def _container(status: dict[str, Any], name: str) -> dict[str, Any]:
+    return next((c for c in status.get("containerStatuses") or [] if c["name"] == name), {})
+
+
+@pytest.fixture
+def node_process(settings: Settings, kubeconfig: str, podledger_process, tmp_path: Path) -> Any:
+    asyncio.run(ensure_topics(settings))
+    kube = Kube.from_kubeconfig(kubeconfig)
+    kube.ensure_node(settings.node)
+    state_dir = tmp_path / "runtime"
+    proc = podledger_process(
+        ["run", "--roles", "fold,node,sink"],
+        env={
+            "PODLEDGER_BOOTSTRAP": settings.bootstrap,
+            "KUBECONFIG": kubeconfig,
+            "PODLEDGER_NODE": settings.node,
+            "PODLEDGER_TOPIC_PREFIX": settings.topic_prefix,
+            "PODLEDGER_PARTITIONS": str(settings.partitions),
+            "PODLEDGER_RUNTIME": "process",
+            "PODLEDGER_RUNTIME_STATE_DIR": str(state_dir),
+            "PODLEDGER_SINK_RECONCILE_MS": "2000",
+            "PODLEDGER_LOG_LEVEL": "info",
+        },
+    )
+    return kube, proc, RuntimeState(state_dir)
+
+
+def test_process_pods_run_restart_fail_and_are_deleted_gracefully(
+    settings: Settings, node_process: Any
+) -> None:
+    kube, proc, runtime = node_process
+    port = _free_port()
+    web = f"web-{uuid.uuid4().hex[:6]}"
+    pod = kube.create_pod(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": web, "namespace": "default"},
+            "spec": {
+                "nodeName": settings.node,
+                "restartPolicy": "OnFailure",
+                "terminationGracePeriodSeconds": 30,
+                "containers": [
+                    {
+                        "name": "server",
+                        "image": "python:3.11",
+                        "command": [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
+                    },
+                    {"name": "once", "image": "busybox", "command": ["sh", "-c", "echo done"]},
+                    {
+                        # Ignores SIGTERM (the ignore is inherited by sleep): only the grace period's
+                        # SIGKILL ends it.
+                        "name": "stubborn",
+                        "image": "busybox",
+                        "command": ["sh", "-c", "trap '' TERM; sleep 1000 & wait"],
+                    },
+                ],
+            },
+        }
+    )
+    uid = pod["metadata"]["uid"]
+
+    # Running, with container states that match the processes.
+    def running() -> dict[str, Any] | None:
+        status = _status(kube, web)
+        server, once = _container(status, "server"), _container(status, "once")
+        ok = (
+            status.get("phase") == "Running"
+            and "running" in server.get("state", {})
+            and once.get("state", {}).get("terminated", {}).get("reason") == "Completed"
+        )
+        return status if ok else None
+
+    status = wait_for(running, timeout=90, what="the pod Running in the apiserver", alive=proc)
+    assert _container(status, "once")["state"]["terminated"]["exitCode"] == 0
+    assert status["podIP"] == "127.0.0.1"
+    server_cs = _container(status, "server")
+    server = runtime.running(uid, "server")
+    assert server is not None and _alive(server["pid"])
+    assert server_cs["containerID"] == f"process://{server['id']}"
+    assert server_cs["restartCount"] == 0
+    body = urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5).read()
+    assert b"Directory listing" in body
+
+    # Killing the server raises restartCount and shows the real exit code (SIGKILL: 137).
+    os.killpg(server["pid"], signal.SIGKILL)
+
+    def restarted() -> dict[str, Any] | None:
+        cs = _container(_status(kube, web), "server")
+        return cs if cs.get("restartCount") == 1 and "running" in cs.get("state", {}) else None
+
+    cs = wait_for(restarted, timeout=60, what="the server restarted", alive=proc)
+    assert cs["lastState"]["terminated"]["exitCode"] == 137
+    assert cs["lastState"]["terminated"]["reason"] == "Error"
+    assert cs["containerID"] != server_cs["containerID"]
+    new_server = runtime.running(uid, "server")
+    assert new_server is not None and new_server["id"] != server["id"] and _alive(new_server["pid"])
+    assert not _alive(server["pid"])
+
+    # A restartPolicy Never pod whose only container exits 1 ends Failed.
+    failing = f"fail-{uuid.uuid4().hex[:6]}"
+    kube.create_pod(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": failing, "namespace": "default"},
+            "spec": {
+                "nodeName": settings.node,
+                "restartPolicy": "Never",
+                "containers": [{"name": "main", "image": "busybox", "command": ["sh", "-c", "exit 1"]}],
+            },
+        }
+    )
+    status = wait_for(
+        lambda: (s := _status(kube, failing)).get("phase") == "Failed" and s,
+        timeout=60,
+        what="the Never pod Failed",
+        alive=proc,
+    )
+    terminated = _container(status, "main")["state"]["terminated"]
+    assert (terminated["exitCode"], terminated["reason"]) == (1, "Error")
+    assert _container(status, "main")["restartCount"] == 0
+
+    # Deleting with a grace period stops every process within it; then the sink deletes the pod.
+    pids = [c["pid"] for c in runtime.containers(uid) if c["state"] == "running"]
+    assert len(pids) == 2  # server and stubborn
+    grace = 4
+    deleted_at = time.monotonic()
+    kube.delete_pod("default", web, grace_seconds=grace)
+    wait_for(
+        lambda: not any(_alive(pid) for pid in pids),
+        timeout=grace + 10,
+        interval=0.1,
+        what="the pod's processes gone",
+        alive=proc,
+    )
+    stopped_after = time.monotonic() - deleted_at
+    # The stubborn container ignores SIGTERM, so it took the grace period's SIGKILL; within the grace
+    # period (plus a relist and a watch event of slack).
+    assert stopped_after <= grace + 3, stopped_after
+
+    def gone() -> bool:
+        try:
+            kube.get_pod("default", web)
+        except KubeError as exc:
+            return exc.not_found
+        return False
+
+    wait_for(gone, timeout=60, what="the pod deleted from the apiserver by the sink", alive=proc)
+    history = [
+        decode("pod-status-history", v)
+        for _, _, v in asyncio.run(read_topic(settings, "pod-status-history", 1))
+    ]
+    versions = {vs.version: vs for vs in history if vs.uid == uid}
+    deletions = [
+        decode("pod-deletions", v) for _, _, v in asyncio.run(read_topic(settings, "pod-deletions", 1))
+    ]
+    deletion = next(d for d in deletions if d.uid == uid)
+    assert (deletion.name, deletion.node) == (web, settings.node)
+    # The sink deleted a version that was terminal and finished (the worker had terminated the pod).
+    final = versions[deletion.version]
+    print({v: (vs.cause.type, vs.status["phase"], vs.finished) for v, vs in versions.items()})
+    assert final.status["phase"] in ("Succeeded", "Failed") and final.finished, final
+    assert not final.could_have_running_containers
+    # Once the pod is removed from the config, the runtime forgets it too.
+    wait_for(lambda: runtime.containers(uid) == [], timeout=15, what="the runtime forgot the pod", alive=proc)
