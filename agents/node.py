@@ -21,6 +21,8 @@ from aiokafka import TopicPartition
 from podledger.agents.pleg import Pleg
 from podledger.agents.pod_config import PodStorage
 from podledger.agents.pod_worker import PodWorkers
+from podledger.agents.probe_checks import SUCCESS, CheckOutcome, run_check
+from podledger.agents.prober import Prober
 from podledger.schemas import DecodeError, decode, models
 
 from podledger.config import Settings
@@ -32,6 +34,11 @@ __all__ = ["NodeAgent", "build_sources", "make_runtime"]
 
 log = logging.getLogger("podledger.node")
 RUNTIMES = ("process", "sim")
+
+
+async def _sim_check(probe: Any, container: Any, *, host: str) -> CheckOutcome:
+    """Sim containers have no endpoints: every probe succeeds."""
+    return CheckOutcome(SUCCESS, "", None)
 
 
 def make_runtime(settings: Settings) -> Any:
@@ -82,20 +89,32 @@ class NodeAgent:
     """Sources, pod workers, PLEG (and prober) of one node, wired through Kafka."""
 
     def __init__(
-        self, settings: Settings, runtime: Any, *, kube: Any | None = None, prober: Any | None = None
-    ):
+        self,
+        settings: Settings,
+        runtime: Any,
+        *,
+        kube: Any | None = None,
+        stop_pods_on_exit: bool = False,
+    ) -> None:
         self.settings = settings
+        # A node agent normally leaves containers running for its successor to adopt; the demo does not.
+        self.stop_pods_on_exit = stop_pods_on_exit
         self.node = settings.node
         self.runtime = runtime
         self.kube = kube
         self.publisher = Publisher(settings)
         self.storage = PodStorage()
-        self.prober = prober
+        self.prober = Prober(
+            self.node,
+            publish=self._publish_probe_result,
+            on_change=self._on_probe_change,
+            check=run_check if runtime.runtime_type != "sim" else _sim_check,
+        )
         self.workers = PodWorkers(
             runtime,
             self.node,
             self.publisher.publish,
-            prober=prober,
+            prober=self.prober,
             sources_ready=self._sources_ready,
             resync_s=settings.pod_resync_s,
         )
@@ -121,6 +140,15 @@ class NodeAgent:
         if event.type != "ContainerRemoved":
             self.workers.wake(event.uid)
 
+    async def _publish_probe_result(self, result: models.ProbeResult) -> None:
+        await self.publisher.publish("probe-results", result.uid, result, self.node)
+
+    def _on_probe_change(self, result: models.ProbeResult) -> None:
+        # Liveness and startup failures make the worker kill the container (R3.5); startup success
+        # may let the next init container start.
+        if result.probe != "readiness":
+            self.workers.wake(result.uid)
+
     def health(self) -> tuple[bool, str]:
         """The PLEG's relist health (R2.4), as the kubelet's healthz reports it."""
         return self.pleg.health.healthy(time.time())
@@ -137,8 +165,10 @@ class NodeAgent:
             consumer.assign([updates_tp, lifecycle_tp])
             replayed = await self._replay(consumer, updates_tp, lifecycle_tp)
             position = await consumer.position(updates_tp)
-            consumer.assign([updates_tp])
+            status_tp = TopicPartition(self.settings.topic("pod-status"), self.partition)
+            consumer.assign([updates_tp, status_tp])
             consumer.seek(updates_tp, position)  # go on live from where the replay ended
+            await consumer.seek_to_beginning(status_tp)  # compacted: the latest status of every pod
             self.workers.start()
             log.info(
                 "node %s: replayed %d pod-updates, %d pods to run; runtime %s",
@@ -148,7 +178,7 @@ class NodeAgent:
                 self.runtime.runtime_type,
             )
             tasks = [
-                asyncio.ensure_future(self._follow_updates(consumer, updates_tp)),
+                asyncio.ensure_future(self._follow(consumer, updates_tp, status_tp)),
                 asyncio.ensure_future(self.pleg.run()),
                 asyncio.ensure_future(self.workers.housekeeping()),
                 *(asyncio.ensure_future(source.run()) for source in self.sources),
@@ -162,6 +192,9 @@ class NodeAgent:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             await self.workers.stop()
+            await self.prober.close()
+            if self.stop_pods_on_exit:
+                await self.workers.stop_all_pods()
             with contextlib.suppress(Exception):
                 await consumer.stop()
             await self.publisher.stop()
@@ -182,13 +215,21 @@ class NodeAgent:
             self.storage.pods.setdefault(w.source, {})[uid] = w.pod
         return count
 
-    async def _follow_updates(self, consumer: Any, tp: TopicPartition) -> None:
+    async def _follow(self, consumer: Any, updates_tp: TopicPartition, status_tp: TopicPartition) -> None:
+        """Act on pod-updates; keep the prober's status cache from pod-status (the status manager's cache
+        that the kubelet's probe workers read)."""
         while True:
-            batch = await consumer.getmany(tp, timeout_ms=1000)
-            for message in batch.get(tp, []):
+            batch = await consumer.getmany(timeout_ms=1000)
+            for message in batch.get(updates_tp, []):
                 update = self._decode("pod-updates", message.value)
                 if update is not None and update.node == self.node:
                     self.workers.apply_update(update)
+            for message in batch.get(status_tp, []):
+                if message.value is None:
+                    continue
+                status = self._decode("pod-status", message.value)
+                if status is not None and status.node == self.node:
+                    self.prober.update_status(status.uid, status.status)
 
     @staticmethod
     def _decode(topic: str, value: bytes | None) -> Any:

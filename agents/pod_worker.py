@@ -188,6 +188,11 @@ class PodWorkers:
             self._stop_task(w)
         await asyncio.gather(*tasks, return_exceptions=True)
 
+    async def stop_all_pods(self, grace_s: float = 2.0) -> None:
+        """Stop every container the runtime runs (for a throw-away node such as the demo's)."""
+        snapshots = self.runtime.relist(self.clock())
+        await asyncio.gather(*(self._kill_all(uid, s, grace_s) for uid, s in snapshots.items()))
+
     async def housekeeping(self, period_s: float = HOUSEKEEPING_S) -> None:
         """R6.8 in short: once sources are ready, pods only the runtime knows are killed and removed."""
         while True:
@@ -262,8 +267,8 @@ class PodWorkers:
             snapshot,
             now,
             backoff=w.backoff,
-            probe_failures=self._probe_failures(snapshot),
-            started=self._sidecars_started(snapshot),
+            probe_failures=self._probe_failures(w.uid),
+            started=self._sidecars_started(w.uid),
         )
         if actions.create_sandbox:
             await self._kill_all(w.uid, snapshot, w.grace_period()[0])
@@ -343,33 +348,21 @@ class PodWorkers:
 
     # ------------------------------------------------------------------ probes
 
-    def _full_id(self, snapshot: JSONDict | None, cid: str) -> str:
-        return status_gen.container_id(snapshot, cid)
-
-    def _probe_failures(self, snapshot: JSONDict | None) -> dict[str, str]:
+    def _probe_failures(self, uid: str) -> dict[str, str]:
         """Running containers whose liveness (or startup) result is Failure, by runtime id."""
-        if self.prober is None:
-            return {}
-        failures: dict[str, str] = {}
-        for cid in running_container_ids(snapshot):
-            for probe in ("liveness", "startup"):
-                if self.prober.result(probe, self._full_id(snapshot, cid)) == "Failure":
-                    failures[cid] = probe
-                    break
-        return failures
+        return {} if self.prober is None else dict(self.prober.probe_failures(uid))
 
-    def _sidecars_started(self, snapshot: JSONDict | None) -> dict[str, bool]:
+    def _sidecars_started(self, uid: str) -> dict[str, bool]:
+        """Containers with a startup probe, and whether it has passed (the rest count as started)."""
         if self.prober is None:
             return {}
-        return {
-            cid: self.prober.result("startup", self._full_id(snapshot, cid)) in (None, "Success")
-            for cid in running_container_ids(snapshot)
-        }
+        return {cid: result == "Success" for cid, result in self.prober.startup_results(uid).items()}
 
     def _probe_grace(self, uid: str, container: str, probe: str | None) -> int | None:
         if self.prober is None or probe is None:
             return None
-        return self.prober.probe_grace(uid, container, probe)
+        grace = self.prober.probe_termination_grace(uid, container, probe)
+        return None if grace is None else int(grace)
 
     # ------------------------------------------------------------------ output
 

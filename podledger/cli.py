@@ -225,7 +225,11 @@ def cmd_local(args: argparse.Namespace) -> int:
 
 
 def run_pipeline(
-    settings: Settings, *, roles: set[str], on_status: Callable[[Any], None] | None = None
+    settings: Settings,
+    *,
+    roles: set[str],
+    on_status: Callable[[Any], None] | None = None,
+    stop_pods_on_exit: bool = False,
 ) -> int:
     """Run the Faust worker with the chosen roles until SIGINT/SIGTERM."""
     import faust
@@ -247,7 +251,12 @@ def run_pipeline(
         log.info("apiserver %s (%s), node %s", kube.server, version, settings.node)
 
     if "node" in roles:
-        agent = NodeAgent(settings, make_runtime(settings), kube=kube if api_source else None)
+        agent = NodeAgent(
+            settings,
+            make_runtime(settings),
+            kube=kube if api_source else None,
+            stop_pods_on_exit=stop_pods_on_exit,
+        )
 
         async def node_agent(_: Pipeline) -> None:
             await agent.run()
@@ -343,10 +352,20 @@ def run_until_signalled(main: Any) -> int:
 
 
 def format_status_line(vs: Any) -> str:
+    """One status version for a terminal: phase, conditions, each container's state and restarts."""
     conditions = " ".join(f"{c['type']}={c['status']}" for c in vs.status.get("conditions") or [])
+    containers = []
+    for cs in (vs.status.get("initContainerStatuses") or []) + (vs.status.get("containerStatuses") or []):
+        [(state, detail)] = list((cs.get("state") or {"unknown": {}}).items())[:1] or [("unknown", {})]
+        reason = detail.get("reason")
+        if state == "terminated":
+            reason = f"{reason or 'exit'}({detail.get('exitCode')})"
+        ready = "ready" if cs.get("ready") else "not-ready"
+        state = f"{state}:{reason}" if reason else state
+        containers.append(f"{cs['name']}={state},{ready},restarts={cs.get('restartCount', 0)}")
     return (
         f"{time.strftime('%H:%M:%S')}  {vs.namespace}/{vs.name}  v{vs.version}  "
-        f"{vs.status.get('phase', '?'):9}  {conditions}  <- {vs.cause.type}"
+        f"{vs.status.get('phase', '?'):9}  {conditions}  [{' '.join(containers)}]  <- {vs.cause.type}"
     )
 
 
@@ -372,6 +391,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             kh = localstack.start_kube(Path(tempfile.mkdtemp(prefix="podledger-demo-kube-")))
             started.append(kh)
         kubeconfig = kh.kubeconfig
+    runtime_dir = tempfile.mkdtemp(prefix="podledger-demo-runtime-")
     settings = Settings.from_env(
         bootstrap=bootstrap,
         kubeconfig=kubeconfig,
@@ -379,28 +399,32 @@ def cmd_demo(args: argparse.Namespace) -> int:
         topic_prefix=settings.topic_prefix,
         partitions=settings.partitions,
         log_level=settings.log_level,
+        manifest_dir=str(EXAMPLES_DIR),
+        runtime="process",
+        runtime_state_dir=runtime_dir,
     )
     try:
         asyncio.run(ensure_topics(settings))
         kube = Kube.from_kubeconfig(kubeconfig)
         kube.check()
         kube.ensure_node(settings.node)
-        examples = _create_example_pods(kube, settings.node)
         print(
             "\npodledger demo\n"
             f"  Kafka:       {bootstrap}   topics: {settings.topic_prefix}*"
             f" ({settings.partitions} partitions)\n"
             f"  apiserver:   {kube.server}   KUBECONFIG={kubeconfig}\n"
-            f"  node:        {settings.node}   running: apiserver source, fold, sink\n"
-            f"  pods:        {', '.join(examples) or 'none'} (from deploy/examples)\n"
-            "  stop:        Ctrl-C (or SIGTERM)\n\n"
+            f"  node:        {settings.node}   running: pod sources, pod workers, PLEG, fold, sink\n"
+            f"  pods:        {', '.join(_example_pods(settings.node))} (static pods from deploy/examples)\n"
+            f"  containers:  local processes (process runtime), logs under {runtime_dir}\n"
+            "  stop:        Ctrl-C (or SIGTERM); the demo's containers stop with it\n\n"
             "Each line is a new status version, as published to pod-status-history:",
             flush=True,
         )
         run_pipeline(
             settings,
-            roles={"fold", "source", "sink"},
+            roles={"fold", "node", "sink"},
             on_status=lambda vs: print(format_status_line(vs), flush=True),
+            stop_pods_on_exit=True,
         )
     finally:
         for handle in reversed(started):
@@ -409,25 +433,18 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _create_example_pods(kube: Any, node: str) -> list[str]:
+EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "deploy" / "examples"
+
+
+def _example_pods(node: str) -> list[str]:
+    """The static pods the demo runs, named as the kubelet names static pods (<name>-<node>)."""
     import yaml
 
-    from podledger.agents.kube import KubeError
-
-    examples = Path(__file__).resolve().parent.parent / "deploy" / "examples"
-    created = []
-    for path in sorted(examples.glob("*.yaml")):
-        pod = yaml.safe_load(path.read_text())
-        pod.setdefault("spec", {})["nodeName"] = node
-        # Named like the kubelet names static pods, so demos on several nodes never collide.
-        name = pod["metadata"]["name"] = f"{pod['metadata']['name']}-{node}"
-        try:
-            kube.create_pod(pod)
-        except KubeError as exc:
-            if not exc.conflict:
-                raise
-        created.append(f"{pod['metadata'].get('namespace', 'default')}/{name}")
-    return created
+    names = []
+    for path in sorted(EXAMPLES_DIR.glob("*.yaml")):
+        meta = (yaml.safe_load(path.read_text()) or {}).get("metadata") or {}
+        names.append(f"{meta.get('namespace') or 'default'}/{meta.get('name')}-{node}")
+    return names
 
 
 # --------------------------------------------------------------------------- main

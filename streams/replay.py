@@ -26,12 +26,13 @@ from podledger.streams.fold import (
 
 JSONDict = dict[str, Any]
 
-# Fields that tell the ingress topics apart (each is required by exactly one schema).
+# Fields that tell the ingress topics apart, checked in order: each is required by its topic's schema,
+# and none appears in a topic checked after it ("runtime" is optional in pod-lifecycle, so "kind" first).
 _INGRESS_MARKERS = (
     ("pod", "pod-updates"),
-    ("runtime", "pleg"),
-    ("probe", "probe-results"),
     ("kind", "pod-lifecycle"),
+    ("probe", "probe-results"),
+    ("runtime", "pleg"),
 )
 
 

@@ -14,7 +14,7 @@ import pytest
 from podledger import localstack
 from podledger.cli import build_parser
 
-SUBCOMMANDS = ["run", "topics", "fold", "bench", "schema", "local", "demo"]
+SUBCOMMANDS = ["run", "node", "topics", "fold", "bench", "schema", "local", "demo"]
 
 
 def podledger(

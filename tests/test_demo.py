@@ -3,10 +3,12 @@ clear output, stopping cleanly on SIGTERM and on Ctrl-C (SIGINT)."""
 
 from __future__ import annotations
 
+import json
+import re
 import signal
+from pathlib import Path
 
 import pytest
-from podledger.agents.kube import Kube
 
 from tests.conftest import wait_for
 
@@ -45,12 +47,34 @@ def test_demo_uses_the_given_broker_and_cluster_and_stops_cleanly(
     assert f"Kafka:       {kafka_bootstrap}" in out and f"KUBECONFIG={kubeconfig}" in out
     assert f"topics: {topic_prefix}*" in out and "Ctrl-C" in out
     assert "starting a local" not in out
-    # The example pod's status reached the apiserver through the sink.
-    kube = Kube.from_kubeconfig(kubeconfig)
-    wait_for(
-        lambda: kube.get_pod("default", pod_name)["status"].get("conditions"), timeout=30, what="sink write"
+    # The static pods run as local processes: the init container first, then the web server.
+    running = wait_for(
+        lambda: next(
+            (ln for ln in proc.output().splitlines() if f"default/{pod_name} " in ln and "web=running" in ln),
+            None,
+        ),
+        timeout=60,
+        what="the example web server running",
+        alive=proc,
     )
+    assert "setup=terminated:Completed(0)" in running and "Running" in running
+    runtime_dir = Path(re.search(r"logs under (\S+)", out).group(1))  # type: ignore[union-attr]
+    pids = [
+        c["pid"]
+        for pod in json.loads((runtime_dir / "state.json").read_text()).values()
+        for c in pod["containers"]
+        if c["state"] == "running" and c["name"] == "web"
+    ]
+    assert pids and all(_alive(pid) for pid in pids)
 
     assert proc.stop(stop_signal) == 0, proc.output()
     assert "Traceback" not in proc.output()
     assert proc.output().rstrip().endswith("podledger demo: stopped")
+    assert not any(_alive(pid) for pid in pids)  # the demo's containers stopped with it
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
+    except FileNotFoundError:
+        return False

@@ -1,0 +1,490 @@
+"""The four probe handlers (exec, httpGet, tcpSocket, grpc), each one attempt bounded by timeoutSeconds.
+
+A handler answers with a `CheckOutcome`: Success, Warning (an HTTP redirect to another host), Failure, or
+Unknown with an error. Only an error makes the prober retry the attempt and, if it persists, throw the
+result away (spec R3.3); everything the target itself can get wrong (refused connections, timeouts, bad
+status codes, non-zero exits) is a plain Failure, as in pkg/probe/{exec,http,tcp,grpc}.
+
+Containers of the process runtime are local processes sharing the host network, so exec commands run
+here with the container's env and working directory, and network probes dial the pod IP (loopback).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import socket
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+
+import aiohttp
+import grpc
+import grpc.aio
+from podledger.agents.lifecycle import format_go_duration
+from podledger.agents.process_runtime import DEFAULT_PATH, POD_IP
+
+__all__ = [
+    "DEFAULT_TIMEOUT_S",
+    "FAILURE",
+    "MAX_OUTPUT_BYTES",
+    "SUCCESS",
+    "UNKNOWN",
+    "USER_AGENT",
+    "WARNING",
+    "CheckOutcome",
+    "decode_health_response",
+    "encode_health_request",
+    "exec_check",
+    "expand_command",
+    "grpc_check",
+    "http_get_check",
+    "join_host_port",
+    "resolve_port",
+    "run_check",
+    "tcp_check",
+]
+
+JSONDict = dict[str, Any]
+
+SUCCESS = "Success"
+WARNING = "Warning"
+FAILURE = "Failure"
+UNKNOWN = "Unknown"
+
+DEFAULT_TIMEOUT_S = 1.0
+MAX_OUTPUT_BYTES = 10 * 1024  # exec output and HTTP bodies are cut at 10 KiB, as upstream
+MAX_REDIRECTS = 10
+USER_AGENT = "kube-probe/podledger"  # applications match the "kube-probe/" prefix
+_REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})
+
+HEALTH_CHECK_METHOD = "/grpc.health.v1.Health/Check"
+# grpc.health.v1.HealthCheckResponse.ServingStatus
+_SERVING_STATUS = {0: "UNKNOWN", 1: "SERVING", 2: "NOT_SERVING", 3: "SERVICE_UNKNOWN"}
+SERVING = 1
+
+
+@dataclass(frozen=True, slots=True)
+class CheckOutcome:
+    """One attempt: result is Success, Warning, Failure or Unknown; `error` set means the attempt errored."""
+
+    result: str
+    output: str = ""
+    error: str | None = None
+
+
+def _failure(output: str) -> CheckOutcome:
+    return CheckOutcome(FAILURE, output)
+
+
+def _errored(error: str) -> CheckOutcome:
+    return CheckOutcome(UNKNOWN, "", error)
+
+
+# --------------------------------------------------------------------------- pure helpers
+
+
+def resolve_port(port: int | str | None, container: Mapping[str, Any] | None) -> int:
+    """A probe's port: a number, or the name of one of the container's ports (then a numeric string).
+
+    Raises ValueError for unknown names and numbers outside 1..65535, which the prober treats as an error.
+    """
+    if isinstance(port, bool) or port is None:
+        raise ValueError(f"port has no value: {port!r}")
+    if isinstance(port, int):
+        number = port
+    else:
+        named = [
+            p.get("containerPort") for p in (container or {}).get("ports") or [] if p.get("name") == port
+        ]
+        if named:
+            number = int(named[0] or 0)
+        else:
+            try:
+                number = int(port)
+            except ValueError:
+                raise ValueError(f"port {port} not found") from None
+    if 0 < number < 65536:
+        return number
+    raise ValueError(f"invalid port number: {number}")
+
+
+def join_host_port(host: str, port: int) -> str:
+    """host:port, with an IPv6 literal in brackets."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def expand_command(command: Sequence[str], env: Sequence[Mapping[str, Any]] | None) -> list[str]:
+    """Expand $(VAR) in an exec probe's command from the container's literal env values.
+
+    `$$` stands for a literal `$`; references to unknown variables (or valueFrom ones, which have no
+    static value) stay as written, like the kubelet's static expansion for probe commands.
+    """
+    values = {str(e["name"]): str(e["value"]) for e in env or [] if e.get("value") is not None}
+    return [_expand(str(arg), values) for arg in command]
+
+
+def _expand(text: str, values: Mapping[str, str]) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch != "$" or i + 1 >= len(text):
+            out.append(ch)
+            i += 1
+            continue
+        nxt = text[i + 1]
+        if nxt == "$":
+            out.append("$")
+            i += 2
+        elif nxt == "(":
+            end = text.find(")", i + 2)
+            if end < 0:
+                out.append(text[i:])
+                break
+            name = text[i + 2 : end]
+            out.append(values.get(name, text[i : end + 1]) if name else "$()")
+            i = end + 1
+        else:
+            out.append(ch)
+            i += 1
+    return "".join(out)
+
+
+def encode_health_request(service: str) -> bytes:
+    """grpc.health.v1.HealthCheckRequest{string service = 1} in protobuf wire format."""
+    data = service.encode()
+    return b"\x0a" + _varint(len(data)) + data if data else b""
+
+
+def decode_health_response(data: bytes) -> int:
+    """The `status` (field 1, enum) of a grpc.health.v1.HealthCheckResponse; 0 (UNKNOWN) when absent."""
+    status = 0
+    i = 0
+    while i < len(data):
+        key, i = _read_varint(data, i)
+        field_number, wire_type = key >> 3, key & 7
+        if wire_type == 0:
+            value, i = _read_varint(data, i)
+            if field_number == 1:
+                status = value
+        elif wire_type == 1:
+            i += 8
+        elif wire_type == 2:
+            length, i = _read_varint(data, i)
+            i += length
+        elif wire_type == 5:
+            i += 4
+        else:
+            raise ValueError(f"unsupported protobuf wire type {wire_type}")
+    if i > len(data):
+        raise ValueError("truncated HealthCheckResponse")
+    return status
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _read_varint(data: bytes, i: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if i >= len(data):
+            raise ValueError("truncated varint")
+        byte = data[i]
+        i += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, i
+        shift += 7
+
+
+# --------------------------------------------------------------------------- handlers (I/O)
+
+
+async def exec_check(
+    command: Sequence[str],
+    *,
+    env: Sequence[Mapping[str, Any]] | None = None,
+    cwd: str | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> CheckOutcome:
+    """Run the command as a local process with the container's env: exit 0 is Success, else Failure.
+
+    Past the timeout the whole process group is killed and the probe fails with "command ... timed out"
+    (upstream's behaviour with ExecProbeTimeout on). A command that cannot be started at all is an
+    error, as containerd reports a failed exec, so the prober retries and then discards it.
+    """
+    argv = expand_command(command, env)
+    if not argv:
+        return _errored("exec probe has no command")
+    environ = {"PATH": os.environ.get("PATH") or DEFAULT_PATH}
+    for item in env or []:
+        environ[str(item["name"])] = str(item.get("value") or "")
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            env=environ,
+            cwd=cwd or None,
+            start_new_session=True,
+        )
+    except OSError as e:
+        return _errored(f"failed to exec {json.dumps(' '.join(argv))}: {e}")
+    output = bytearray()
+
+    async def collect() -> None:
+        assert proc.stdout is not None
+        while chunk := await proc.stdout.read(65536):
+            room = MAX_OUTPUT_BYTES - len(output)
+            if room > 0:
+                output.extend(chunk[:room])
+        await proc.wait()
+
+    try:
+        async with asyncio.timeout(timeout_s):
+            await collect()
+    except TimeoutError:
+        _kill_group(proc)
+        await proc.wait()
+        return _failure(f"command {json.dumps(' '.join(argv))} timed out")
+    except BaseException:  # cancelled: leave no process behind
+        _kill_group(proc)
+        raise
+    text = output.decode(errors="replace")
+    return CheckOutcome(SUCCESS if proc.returncode == 0 else FAILURE, text)
+
+
+def _kill_group(proc: asyncio.subprocess.Process) -> None:
+    """SIGKILL the command and everything it started (it leads its own process group)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        proc.kill()
+
+
+def _request_headers(
+    http_headers: Sequence[Mapping[str, Any]] | None,
+) -> tuple[list[tuple[str, str]], set[str]]:
+    """The probe's headers with upstream's defaults: User-Agent kube-probe/..., Accept */* unless given.
+
+    An Accept header given with an empty value removes Accept altogether. Returns (headers, names aiohttp
+    must not add by itself).
+    """
+    headers = [(str(h["name"]), str(h.get("value") or "")) for h in http_headers or []]
+    names = {name.lower() for name, _ in headers}
+    if "user-agent" not in names:
+        headers.append(("User-Agent", USER_AGENT))
+    skip = {"Accept-Encoding", "User-Agent"}  # no compression negotiation, like the kubelet's transport
+    if "accept" not in names:
+        headers.append(("Accept", "*/*"))
+    elif not any(value for name, value in headers if name.lower() == "accept"):
+        headers = [(name, value) for name, value in headers if name.lower() != "accept"]
+        skip.add("Accept")
+    return headers, skip
+
+
+async def http_get_check(
+    url: str,
+    *,
+    headers: Sequence[Mapping[str, Any]] | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> CheckOutcome:
+    """GET the URL: 2xx is Success, 3xx Warning, anything else (or no answer in time) Failure.
+
+    Certificates are not verified. Redirects to the same host name are followed (at most 10, counting
+    as in Go's client); a redirect elsewhere is not followed, and the 3xx itself answers as a Warning.
+    The timeout covers the whole exchange, redirects and the first 10 KiB of body included.
+    """
+    request_headers, skip = _request_headers(headers)
+    host_header = next((v for n, v in request_headers if n.lower() == "host"), "")
+    first_host = urlsplit(url).hostname
+    connector = aiohttp.TCPConnector(ssl=False, force_close=True)
+    try:
+        async with (
+            asyncio.timeout(timeout_s),
+            aiohttp.ClientSession(connector=connector, trust_env=False, auto_decompress=False) as session,
+        ):
+            current, followed = url, 0
+            while True:
+                async with session.get(
+                    current,
+                    headers=request_headers,
+                    skip_auto_headers=skip,
+                    allow_redirects=False,
+                ) as response:
+                    status = response.status
+                    location = response.headers.get("Location")
+                    if status in _REDIRECT_CODES and location:
+                        target = urljoin(current, location)
+                        if urlsplit(target).hostname == first_host:
+                            followed += 1
+                            if followed >= MAX_REDIRECTS:
+                                return _failure(f'Get "{target}": stopped after {MAX_REDIRECTS} redirects')
+                            if host_header and urlsplit(location).scheme:
+                                # like Go: a custom Host header survives relative redirects only
+                                request_headers = [(n, v) for n, v in request_headers if n.lower() != "host"]
+                                host_header = ""
+                            current = target
+                            continue
+                    try:
+                        body = (await _read_at_most(response.content, MAX_OUTPUT_BYTES)).decode(
+                            errors="replace"
+                        )
+                    except (aiohttp.ClientError, OSError) as e:
+                        return CheckOutcome(FAILURE, "", f"reading the response body of {current}: {e}")
+                    if 200 <= status < 300:
+                        return CheckOutcome(SUCCESS, body)
+                    if 300 <= status < 400:
+                        return CheckOutcome(WARNING, f"Probe terminated redirects, Response body: {body}")
+                    # never put the body in a failure message (upstream issue 99425)
+                    return _failure(f"HTTP probe failed with statuscode: {status}")
+    except TimeoutError:
+        return _failure(
+            f'Get "{url}": context deadline exceeded (Client.Timeout exceeded while awaiting headers)'
+        )
+    except (aiohttp.ClientError, OSError, ValueError) as e:
+        return _failure(f'Get "{url}": {e}')
+
+
+async def _read_at_most(stream: aiohttp.StreamReader, limit: int) -> bytes:
+    data = bytearray()
+    while len(data) < limit:
+        chunk = await stream.read(limit - len(data))
+        if not chunk:
+            break
+        data.extend(chunk)
+    return bytes(data)
+
+
+async def tcp_check(host: str, port: int, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> CheckOutcome:
+    """Open a TCP connection and close it at once: connected is Success, anything else Failure."""
+    address = join_host_port(host, port)
+    try:
+        async with asyncio.timeout(timeout_s):
+            _, writer = await asyncio.open_connection(host, port)
+    except TimeoutError:
+        return _failure(f"dial tcp {address}: i/o timeout")
+    except OSError as e:
+        if e.errno and not isinstance(e, socket.gaierror):  # Go's wording: "connect: connection refused"
+            return _failure(f"dial tcp {address}: connect: {os.strerror(e.errno).lower()}")
+        return _failure(f"dial tcp {address}: {e}")
+    writer.close()
+    with contextlib.suppress(OSError):
+        await writer.wait_closed()
+    return CheckOutcome(SUCCESS)
+
+
+async def grpc_check(
+    host: str, port: int, *, service: str = "", timeout_s: float = DEFAULT_TIMEOUT_S
+) -> CheckOutcome:
+    """Call grpc.health.v1.Health/Check over plaintext: SERVING is Success, everything else Failure.
+
+    One deadline covers connecting and the call, as upstream's blocking dial plus RPC under one context.
+    The messages are encoded by hand, so no generated protobuf code is needed.
+    """
+    address = join_host_port(host, port)
+    timeout_text = format_go_duration(timeout_s)
+    deadline = time.monotonic() + timeout_s
+    async with grpc.aio.insecure_channel(
+        address, options=[("grpc.primary_user_agent", USER_AGENT), ("grpc.enable_http_proxy", 0)]
+    ) as channel:
+        try:
+            await asyncio.wait_for(channel.channel_ready(), timeout_s)
+        except TimeoutError:
+            return _failure(
+                f"timeout: failed to connect service {json.dumps(address)} within {timeout_text}: "
+                "context deadline exceeded"
+            )
+        check = channel.unary_unary(HEALTH_CHECK_METHOD)
+        try:
+            reply = await check(
+                encode_health_request(service), timeout=max(deadline - time.monotonic(), 0.001)
+            )
+        except grpc.aio.AioRpcError as e:
+            code = e.code()
+            if code == grpc.StatusCode.UNIMPLEMENTED:
+                return _failure(
+                    "error: this server does not implement the grpc health protocol "
+                    f"(grpc.health.v1.Health): {e.details()}"
+                )
+            if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+                return _failure(f"timeout: health rpc did not complete within {timeout_text}")
+            detail = f"rpc error: code = {_go_code_name(code)} desc = {e.details()}"
+            return _failure(f"error: health rpc probe failed: {detail}")
+        try:
+            status = decode_health_response(bytes(reply))
+        except ValueError as e:
+            return _failure(f"error: health rpc probe failed: {e}")
+    if status != SERVING:
+        name = _SERVING_STATUS.get(status, str(status))
+        return _failure(f"service unhealthy (responded with {json.dumps(name)})")
+    return CheckOutcome(SUCCESS, "service healthy")
+
+
+def _go_code_name(code: grpc.StatusCode) -> str:
+    """grpc-go's spelling of a status code (NotFound, DeadlineExceeded, ...)."""
+    return "".join(part.capitalize() for part in code.name.split("_")).replace("Ok", "OK")
+
+
+async def run_check(
+    probe: Mapping[str, Any], container: Mapping[str, Any] | None = None, *, host: str = POD_IP
+) -> CheckOutcome:
+    """One attempt of whichever handler the probe spec sets, with its timeoutSeconds (default 1s).
+
+    `host` is the pod IP; httpGet and tcpSocket may name another host. A port that cannot be resolved or
+    a spec without a handler is an error, which the caller retries and eventually discards.
+    """
+    container = container or {}
+    timeout_s = float(probe.get("timeoutSeconds") or DEFAULT_TIMEOUT_S)
+    if probe.get("exec") is not None:
+        return await exec_check(
+            list(probe["exec"].get("command") or []),
+            env=container.get("env"),
+            cwd=container.get("workingDir"),
+            timeout_s=timeout_s,
+        )
+    if probe.get("httpGet") is not None:
+        action = probe["httpGet"]
+        try:
+            port = resolve_port(action.get("port"), container)
+        except ValueError as e:
+            return _errored(str(e))
+        scheme = str(action.get("scheme") or "HTTP").lower()
+        target = join_host_port(str(action.get("host") or host), port)
+        path = str(action.get("path") or "")
+        if path and not path.startswith("/"):
+            path = "/" + path
+        return await http_get_check(
+            f"{scheme}://{target}{path}", headers=action.get("httpHeaders"), timeout_s=timeout_s
+        )
+    if probe.get("tcpSocket") is not None:
+        action = probe["tcpSocket"]
+        try:
+            port = resolve_port(action.get("port"), container)
+        except ValueError as e:
+            return _errored(str(e))
+        return await tcp_check(str(action.get("host") or host), port, timeout_s=timeout_s)
+    if probe.get("grpc") is not None:
+        action = probe["grpc"]
+        try:
+            port = resolve_port(int(action.get("port") or 0), None)
+        except (TypeError, ValueError) as e:
+            return _errored(str(e))
+        return await grpc_check(host, port, service=str(action.get("service") or ""), timeout_s=timeout_s)
+    return _errored(f"missing probe handler for container {container.get('name', '')}")

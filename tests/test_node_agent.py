@@ -1,0 +1,162 @@
+"""The node agent on the real broker: pod workers resume from the log after a restart (issue 4 point 4).
+
+Agents run in this process on the process runtime with a file source (static pods), so the test can
+stop one agent and start the next on the same runtime state directory, as a restarted node would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from podledger.agents.node import NodeAgent
+from podledger.agents.process_runtime import ProcessRuntime
+from podledger.schemas import decode
+from podledger.streams.topics import ensure_topics
+
+from podledger.config import Settings
+from tests.conftest import read_topic
+
+pytestmark = pytest.mark.kafka
+
+SLEEPER = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: sleeper}
+spec:
+  containers:
+    - {name: main, image: busybox, command: [sleep, "1000"]}
+"""
+ONCE = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: once}
+spec:
+  restartPolicy: Never
+  containers:
+    - {name: main, image: busybox, command: [sh, -c, "exit 3"]}
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
+    except (ProcessLookupError, FileNotFoundError):
+        return False
+
+
+async def _until(check: Any, timeout: float = 30.0, what: str = "") -> Any:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while asyncio.get_running_loop().time() < deadline:
+        result = check()
+        if result:
+            return result
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+class Node:
+    """One node agent generation over a shared runtime state directory."""
+
+    def __init__(self, settings: Settings, state_dir: Path) -> None:
+        self.runtime = ProcessRuntime(state_dir)
+        self.agent = NodeAgent(settings, self.runtime)
+        self.task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> Node:
+        self.task = asyncio.ensure_future(self.agent.run())
+        await asyncio.wait_for(self.agent.ready.wait(), 30)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self.task is not None
+        self.task.cancel()
+        await asyncio.gather(self.task, return_exceptions=True)
+
+
+def test_a_restarted_agent_adopts_containers_and_resumes_from_the_log(
+    settings: Settings, tmp_path: Path
+) -> None:
+    asyncio.run(ensure_topics(settings))
+    manifests = tmp_path / "manifests"
+    manifests.mkdir()
+    (manifests / "sleeper.yaml").write_text(SLEEPER)
+    (manifests / "once.yaml").write_text(ONCE)
+    state_dir = tmp_path / "runtime"
+    settings = Settings.from_env(
+        env={},
+        bootstrap=settings.bootstrap,
+        topic_prefix=settings.topic_prefix,
+        partitions=settings.partitions,
+        node=settings.node,
+        manifest_dir=str(manifests),
+        api_source="false",
+        relist_period_s=0.3,
+    )
+
+    async def scenario() -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        async with Node(settings, state_dir) as first:
+            uids = await _until(
+                lambda: (
+                    {w.pod["metadata"]["name"]: uid for uid, w in first.agent.workers.workers.items()}
+                    if len(first.agent.workers.workers) == 2
+                    else None
+                ),
+                what="both static pods known",
+            )
+            sleeper_uid, once_uid = uids[f"sleeper-{settings.node}"], uids[f"once-{settings.node}"]
+            snap = await _until(
+                lambda: (
+                    (s := first.runtime.pod_snapshot(sleeper_uid, 0))
+                    and [c for c in s["containers"] if c["state"] == "running"]
+                ),
+                what="the sleeper running",
+            )
+            seen["container"] = snap[0]["id"]
+            await _until(lambda: first.agent.workers.workers[once_uid].terminated, what="once terminated")
+        pid = first.runtime.pids(sleeper_uid, seen["container"])[0]
+        assert pid is not None and _alive(pid)  # stopping the agent leaves containers running
+
+        async with Node(settings, state_dir) as second:
+            workers = second.agent.workers.workers
+            # Restored from pod-updates and pod-lifecycle before any worker ran.
+            assert set(workers) == {sleeper_uid, once_uid}
+            assert workers[once_uid].terminated and not workers[sleeper_uid].terminating
+            await asyncio.sleep(2.0)  # several relists and worker passes
+            running = [
+                c
+                for c in second.runtime.pod_snapshot(sleeper_uid, 0)["containers"]
+                if c["state"] == "running"
+            ]
+            assert [c["id"] for c in running] == [seen["container"]]  # adopted, not duplicated
+            once = second.runtime.pod_snapshot(once_uid, 0)["containers"]
+            assert len(once) == 1 and once[0]["exit_code"] == 3  # a finished pod is not run again
+
+        # Removed while no agent ran: the next agent's file source emits REMOVE from the replayed state.
+        (manifests / "sleeper.yaml").unlink()
+        async with Node(settings, state_dir) as third:
+            await _until(lambda: not _alive(pid), timeout=20, what="the removed pod's process stopped")
+            await _until(
+                lambda: third.runtime.pod_snapshot(sleeper_uid, 0) is None, what="the runtime forgot the pod"
+            )
+        seen.update(sleeper=sleeper_uid, once=once_uid)
+        return seen
+
+    seen = asyncio.run(scenario())
+    updates = [decode("pod-updates", v) for _, _, v in asyncio.run(read_topic(settings, "pod-updates", 3))]
+    ops = [(u.op, u.uid) for u in updates]
+    # Each pod was ADDed once: the restarted agents' sources merged against the replayed state.
+    assert ops.count(("ADD", seen["sleeper"])) == 1 and ops.count(("ADD", seen["once"])) == 1
+    assert ops[-1] == ("REMOVE", seen["sleeper"])
+    lifecycle = [
+        decode("pod-lifecycle", v) for _, _, v in asyncio.run(read_topic(settings, "pod-lifecycle", 1))
+    ]
+    kinds = [(e.kind, e.uid) for e in lifecycle]
+    # The finished pod was terminated once, not again by the restarted agents.
+    assert kinds.count(("terminated", seen["once"])) == 1
+    assert ("terminated", seen["sleeper"]) in kinds
