@@ -10,19 +10,31 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from podledger.agents.kube import Kube
 from podledger.agents.pod_config import PodStorage
 from podledger.agents.sources import Publish, publish_merge
+from podledger.streams.api_sync import is_mirror_pod
 
 log = logging.getLogger("podledger.source.api")
 JSONDict = dict[str, Any]
 
 
 class ApiserverSource:
-    def __init__(self, kube: Kube, node: str, publish: Publish, storage: PodStorage | None = None) -> None:
+    def __init__(
+        self,
+        kube: Kube,
+        node: str,
+        publish: Publish,
+        storage: PodStorage | None = None,
+        on_mirror: Callable[[str, JSONDict], None] | None = None,
+    ) -> None:
         self.kube = kube
+        # Mirror pods are the apiserver's view of this node's static pods: never run, only reported.
+        self.on_mirror = on_mirror
+        self.mirrors: dict[str, JSONDict] = {}
         self.node = node
         self.publish = publish
         self.current: dict[str, JSONDict] = {}  # the apiserver's pods for this node, by UID
@@ -50,11 +62,24 @@ class ApiserverSource:
         if kind == "RELISTED":  # pods missing from a new list were deleted while nobody watched
             alive = set(pod["uids"])
             self.current = {uid: p for uid, p in self.current.items() if uid in alive}
+            for uid in [uid for uid in self.mirrors if uid not in alive]:
+                self._mirror("DELETED", self.mirrors[uid])
+        elif is_mirror_pod(pod):
+            self._mirror(kind, pod)
+            return
         elif kind == "DELETED":
             self.current.pop(pod["metadata"]["uid"], None)
         else:
             self.current[pod["metadata"]["uid"]] = pod
         await publish_merge(self.storage, "api", list(self.current.values()), self.node, self.publish)
+
+    def _mirror(self, kind: str, pod: JSONDict) -> None:
+        if kind == "DELETED":
+            self.mirrors.pop(pod["metadata"]["uid"], None)
+        else:
+            self.mirrors[pod["metadata"]["uid"]] = pod
+        if self.on_mirror is not None:
+            self.on_mirror(kind, pod)
 
     def _watch_forever(
         self, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[Any], stop: threading.Event

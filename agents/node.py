@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from aiokafka import TopicPartition
+from podledger.agents.mirror import MirrorPods
 from podledger.agents.pleg import Pleg
 from podledger.agents.pod_config import PodStorage
 from podledger.agents.pod_worker import PodWorkers
@@ -59,6 +60,7 @@ def build_sources(
     storage: PodStorage,
     publish_update: Callable[[models.PodUpdate], Awaitable[None]],
     kube: Any | None,
+    on_mirror: Callable[[str, dict[str, Any]], None] | None = None,
 ) -> list[Any]:
     """The configured pod sources, sharing one podStorage merge as the kubelet's sources do."""
     from podledger.agents.apiserver_source import ApiserverSource
@@ -66,7 +68,7 @@ def build_sources(
 
     sources: list[Any] = []
     if kube is not None and settings.api_source_enabled:
-        sources.append(ApiserverSource(kube, settings.node, publish_update, storage))
+        sources.append(ApiserverSource(kube, settings.node, publish_update, storage, on_mirror))
     if settings.manifest_dir:
         sources.append(
             FileSource(
@@ -104,6 +106,7 @@ class NodeAgent:
         self.kube = kube
         self.publisher = Publisher(settings)
         self.storage = PodStorage()
+        self.mirrors = MirrorPods(kube, self.node) if kube is not None else None
         self.prober = Prober(
             self.node,
             publish=self._publish_probe_result,
@@ -115,6 +118,7 @@ class NodeAgent:
             self.node,
             self.publisher.publish,
             prober=self.prober,
+            mirrors=self.mirrors,
             sources_ready=self._sources_ready,
             resync_s=settings.pod_resync_s,
         )
@@ -125,7 +129,13 @@ class NodeAgent:
             period_s=settings.relist_period_s,
             wanted=self.workers.publishes_for,
         )
-        self.sources = build_sources(settings, self.storage, self._publish_update, kube)
+        self.sources = build_sources(
+            settings,
+            self.storage,
+            self._publish_update,
+            kube,
+            on_mirror=self._on_mirror if self.mirrors is not None else None,
+        )
         self.partition = partition_for_node(self.node, settings.partitions)
         self.ready = asyncio.Event()  # set once the log is replayed and every agent runs
 
@@ -139,6 +149,15 @@ class NodeAgent:
         await self.publisher.publish("pleg", event.uid, event, self.node)
         if event.type != "ContainerRemoved":
             self.workers.wake(event.uid)
+
+    def _on_mirror(self, kind: str, pod: dict[str, Any]) -> None:
+        """A mirror pod changed in the apiserver: its static pod's worker checks it (R1.6: a mirror pod
+        event only resyncs its static pod)."""
+        assert self.mirrors is not None
+        self.mirrors.observe(kind, pod)
+        for uid, w in self.workers.workers.items():
+            if w.source != "api" and w.pod["metadata"]["name"] == pod["metadata"]["name"]:
+                self.workers.wake(uid)
 
     async def _publish_probe_result(self, result: models.ProbeResult) -> None:
         await self.publisher.publish("probe-results", result.uid, result, self.node)

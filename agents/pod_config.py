@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
+from podledger.streams.api_sync import MIRROR_ANNOTATION
 
 JSONDict = dict[str, Any]
 
@@ -29,7 +30,6 @@ API_SOURCE = "api"
 ALL_SOURCE = "*"
 
 SOURCE_ANNOTATION = "kubernetes.io/config.source"
-MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 SEEN_ANNOTATION = "kubernetes.io/config.seen"
 HASH_ANNOTATION = "kubernetes.io/config.hash"
 # Set by the kubelet itself, so a source sending them differently is not a change (R1.2).

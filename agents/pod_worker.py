@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from podledger.agents.lifecycle import effective_grace_period, liveness_kill_grace
+from podledger.agents.mirror import config_hash
 from podledger.agents.pod_actions import (
     TERMINAL_PHASES,
     compute_pod_actions,
@@ -94,6 +95,7 @@ class PodWorkers:
         publish: Publish,
         *,
         prober: Any | None = None,
+        mirrors: Any | None = None,
         sources_ready: Callable[[], bool] = lambda: True,
         clock: Callable[[], float] = time.time,
         resync_s: float = RESYNC_S,
@@ -102,6 +104,7 @@ class PodWorkers:
         self.node = node
         self._publish = publish
         self.prober = prober
+        self.mirrors = mirrors  # MirrorPods, when the node talks to an apiserver
         self.sources_ready = sources_ready
         self.clock = clock
         self.resync_s = resync_s
@@ -199,6 +202,9 @@ class PodWorkers:
             await asyncio.sleep(period_s)
             if self.running and self.sources_ready():
                 await self.remove_orphans()
+                if self.mirrors is not None:
+                    static = {config_hash(w.pod) for w in self.workers.values() if w.source != "api"}
+                    await self.mirrors.delete_orphans(static)
 
     async def remove_orphans(self) -> list[str]:
         orphans = [uid for uid in self.runtime.relist(self.clock()) if uid not in self.workers]
@@ -262,6 +268,11 @@ class PodWorkers:
             return await self._terminate(w)  # SyncPod found the pod terminal (R6.4 step 2)
         if self.prober is not None:
             self.prober.add_pod(w.pod)
+        if self.mirrors is not None and w.source != "api":
+            try:
+                await self.mirrors.ensure(w.pod)
+            except Exception as exc:  # the pod runs whether or not the apiserver can show it
+                log.warning("pod %s: mirror pod not updated: %s", w.name, exc)
         actions = compute_pod_actions(
             w.pod,
             snapshot,

@@ -40,6 +40,7 @@ from podledger.streams import api_sync
 from podledger.streams.status import rfc3339
 
 from podledger.config import Settings
+from podledger.kafka import new_consumer, read_to_end
 
 log = logging.getLogger("podledger.sink")
 JSONDict = dict[str, Any]
@@ -50,19 +51,20 @@ RETRY_MAX_S = 30.0
 
 @dataclass
 class PodEntry:
-    """What the sink knows of one pod (keyed by the UID its status is written through)."""
+    """What the sink knows of one pod, keyed by its pod-status UID (the static UID for a static pod)."""
 
     desired: models.VersionedPodStatus
     written: int = 0  # last version written to the apiserver (apiStatusVersions)
+    api_uid: str | None = None  # the API pod it was written to: the mirror's UID for a static pod
     failures: int = 0
     queued: bool = False
 
 
-def status_uid(vs: models.VersionedPodStatus) -> str | None:
-    """The API pod a status is written through: the mirror for a static pod (None: no mirror yet)."""
-    if vs.static:
-        return vs.mirror_uid
-    return vs.uid
+def mirror_matches(api_pod: JSONDict, vs: models.VersionedPodStatus) -> bool:
+    """The API pod is the current mirror of this static pod (its mirror annotation is the static UID,
+    which is the static pod's config hash)."""
+    annotations = (api_pod.get("metadata") or {}).get("annotations") or {}
+    return bool(api_sync.is_mirror_pod(api_pod) and annotations[api_sync.MIRROR_ANNOTATION] == vs.uid)
 
 
 class PodCache:
@@ -127,7 +129,8 @@ class Sink:
         self.workers = workers
         self.reconcile_s = reconcile_s
         self.pods: dict[str, PodEntry] = {}
-        self.written: dict[str, int] = {}  # restored from sink-state before pods are known
+        # (version, API UID written to) per pod-status UID, restored from sink-state before pods are known
+        self.written: dict[str, tuple[int, str | None]] = {}
         self._due: list[tuple[float, str]] = []  # (when, uid) heap of pods to sync
         self._wake = asyncio.Event()
         self.cache = PodCache(kube) if read_from_cache else None
@@ -137,12 +140,11 @@ class Sink:
 
     def offer(self, vs: models.VersionedPodStatus) -> None:
         """A version from pod-status: keep only the newest per pod, schedule it if unwritten."""
-        uid = status_uid(vs)
-        if uid is None:
-            return  # a static pod without a mirror pod is not synced (R5.8)
+        uid = vs.uid
         entry = self.pods.get(uid)
         if entry is None:
-            entry = self.pods[uid] = PodEntry(vs, written=self.written.get(uid, 0))
+            written, api_uid = self.written.get(uid, (0, None))
+            entry = self.pods[uid] = PodEntry(vs, written=written, api_uid=api_uid)
         elif vs.version <= entry.desired.version and vs.uid == entry.desired.uid:
             return
         entry.desired = vs
@@ -197,7 +199,7 @@ class Sink:
             if vs.version <= entry.written:
                 continue
             try:
-                outcome = await asyncio.to_thread(self._sync_pod, uid, vs)
+                outcome, api_uid = await asyncio.to_thread(self._sync_pod, uid, vs)
             except KubeError as exc:
                 entry.failures += 1
                 self.stats["errors"] += 1
@@ -212,15 +214,23 @@ class Sink:
                 )
                 self._schedule(uid, delay)
                 continue
+            if outcome == "no-mirror":
+                # A static pod is written only through its mirror (R5.8); the node agent creates it.
+                entry.failures += 1
+                self._schedule(uid, min(RETRY_FIRST_S * 2 ** (entry.failures - 1), RETRY_MAX_S))
+                continue
             entry.failures = 0
-            await self._after_sync(uid, entry, vs, outcome)
+            await self._after_sync(uid, entry, vs, outcome, api_uid)
 
     async def _after_sync(
-        self, uid: str, entry: PodEntry, vs: models.VersionedPodStatus, outcome: str
+        self, uid: str, entry: PodEntry, vs: models.VersionedPodStatus, outcome: str, api_uid: str | None
     ) -> None:
         if outcome in ("patched", "unchanged", "deleted"):
+            if api_uid != entry.api_uid:
+                entry.written, entry.api_uid = 0, api_uid  # a new mirror pod: nothing written to it yet
             entry.written = max(entry.written, vs.version)
-            await self.publish("sink-state", uid, {"version": entry.written}, vs.node)
+            state = {"version": entry.written, "api_uid": api_uid}
+            await self.publish("sink-state", uid, state, vs.node)
         if outcome == "deleted":
             deletion = models.PodDeletion(
                 vs.uid, vs.namespace, vs.name, vs.node, vs.version, int(time.time() * 1000)
@@ -235,12 +245,13 @@ class Sink:
 
     # ------------------------------------------------------------------ syncPod (in a thread)
 
-    def _sync_pod(self, uid: str, vs: models.VersionedPodStatus) -> str:
-        """One syncPod: 'missing', 'recreated', 'unchanged', 'patched' or 'deleted'."""
+    def _sync_pod(self, uid: str, vs: models.VersionedPodStatus) -> tuple[str, str | None]:
+        """One syncPod: ('missing' | 'no-mirror' | 'recreated' | 'unchanged' | 'patched' | 'deleted',
+        the UID of the API pod written to)."""
         if self.cache is not None:
             cached = self.cache.get(vs.namespace, vs.name)
             if cached is None:
-                return "missing"
+                return ("no-mirror" if vs.static else "missing"), None
             api_pod = cached
         else:
             self.stats["gets"] += 1
@@ -248,8 +259,12 @@ class Sink:
                 api_pod = self.kube.get_pod(vs.namespace, vs.name)
             except KubeError as exc:
                 if exc.not_found:
-                    return "missing"
+                    return ("no-mirror" if vs.static else "missing"), None
                 raise
+        if vs.static:
+            if not mirror_matches(api_pod, vs):
+                return "no-mirror", None
+            uid = api_pod["metadata"]["uid"]  # the status UID: the mirror's (R5.8)
         now = rfc3339(time.time())
         fields = {
             "status": vs.status,
@@ -260,7 +275,7 @@ class Sink:
         if decision.action == "drop-recreated":
             self.stats["dropped"] += 1
             log.info("%s/%s was recreated; dropping the status of %s", vs.namespace, vs.name, uid)
-            return "recreated"
+            return "recreated", uid
         if decision.action == "unchanged":
             self.stats["unchanged"] += 1
             outcome = "unchanged"
@@ -276,10 +291,10 @@ class Sink:
             except KubeError as exc:
                 if not exc.not_found:
                     log.warning("delete %s/%s failed: %s", vs.namespace, vs.name, exc)
-                    return outcome
+                    return outcome, uid
             self.stats["deletes"] += 1
-            return "deleted"
-        return outcome
+            return "deleted", uid
+        return outcome, uid
 
     # ------------------------------------------------------------------ reconcile
 
@@ -301,9 +316,22 @@ class Sink:
         else:
             pods = (await asyncio.to_thread(self.kube.list_pods)).get("items") or []
         by_uid = {p["metadata"]["uid"]: p for p in pods}
+        by_name = {(p["metadata"].get("namespace"), p["metadata"]["name"]): p for p in pods}
         queued = 0
         for uid, entry in written.items():
-            api_pod = by_uid.get(uid)
+            vs = entry.desired
+            if vs.static:
+                # Compared through the mirror (R5.8); a recreated mirror has had nothing written yet.
+                api_pod = by_name.get((vs.namespace, vs.name))
+                if api_pod is None or not mirror_matches(api_pod, vs):
+                    continue
+                if api_pod["metadata"]["uid"] != entry.api_uid:
+                    entry.written = 0
+                    self._schedule(uid, 0.0)
+                    queued += 1
+                    continue
+            else:
+                api_pod = by_uid.get(uid)
             if api_pod is None:
                 continue
             if api_sync.needs_reconcile(api_pod.get("status") or {}, entry.desired.status, api_pod):
@@ -317,29 +345,21 @@ class Sink:
     # ------------------------------------------------------------------ Kafka
 
     async def _restore_written(self) -> None:
-        """Last written versions from the compacted sink-state topic."""
-        consumer = AIOKafkaConsumer(
-            bootstrap_servers=self.settings.bootstrap,
-            enable_auto_commit=False,
-            group_id=None,
-            auto_offset_reset="earliest",
-            **self.settings.kafka_client_options(),
-        )
+        """Last written versions (and the API pod they went to) from the compacted sink-state topic."""
+        consumer = new_consumer(self.settings)
         await consumer.start()
         try:
             topic = self.settings.topic("sink-state")
             tps = [TopicPartition(topic, p) for p in range(self.settings.partitions)]
             consumer.assign(tps)
-            ends = await consumer.end_offsets(tps)
-            await consumer.seek_to_beginning(*tps)
             for tp in tps:
-                while await consumer.position(tp) < ends[tp]:
-                    for message in (await consumer.getmany(tp, timeout_ms=1000)).get(tp, []):
-                        key = message.key.decode()
-                        if message.value is None:
-                            self.written.pop(key, None)
-                        else:
-                            self.written[key] = int(orjson.loads(message.value)["version"])
+                async for message in read_to_end(consumer, tp):
+                    key = message.key.decode()
+                    if message.value is None:
+                        self.written.pop(key, None)
+                    else:
+                        state = orjson.loads(message.value)
+                        self.written[key] = (int(state["version"]), state.get("api_uid", key))
         finally:
             await consumer.stop()
         log.info("sink: restored %d written versions", len(self.written))

@@ -8,10 +8,8 @@ through the runtime's state file (pids) and the operating system.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
-import socket
 import sys
 import time
 import urllib.request
@@ -20,86 +18,24 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from podledger.agents.kube import Kube, KubeError
+from podledger.agents.kube import KubeError
 from podledger.schemas import decode
-from podledger.streams.topics import ensure_topics
 
 from podledger.config import Settings
 from tests.conftest import read_topic, wait_for
+from tests.nodes import alive as _alive
+from tests.nodes import container_status as _container
+from tests.nodes import free_port as _free_port
+from tests.nodes import pod_status as _status
+from tests.nodes import start_node
 
 pytestmark = [pytest.mark.kafka, pytest.mark.kube]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie is gone for our purposes
-        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
-class RuntimeState:
-    """Reads the process runtime's state file, as an operator would to find a container's pid."""
-
-    def __init__(self, state_dir: Path) -> None:
-        self.path = state_dir / "state.json"
-
-    def containers(self, uid: str) -> list[dict[str, Any]]:
-        if not self.path.exists():
-            return []
-        return list((json.loads(self.path.read_text()).get(uid) or {}).get("containers") or [])
-
-    def running(self, uid: str, name: str) -> dict[str, Any] | None:
-        return next(
-            (c for c in self.containers(uid) if c["name"] == name and c["state"] == "running" and c["pid"]),
-            None,
-        )
-
-
-def _status(kube: Kube, name: str) -> dict[str, Any]:
-    return kube.get_pod("default", name).get("status") or {}
-
-
-def _container(status: dict[str, Any], name: str) -> dict[str, Any]:
-    return next((c for c in status.get("containerStatuses") or [] if c["name"] == name), {})
-
-
-@pytest.fixture
-def node_process(settings: Settings, kubeconfig: str, podledger_process, tmp_path: Path) -> Any:
-    asyncio.run(ensure_topics(settings))
-    kube = Kube.from_kubeconfig(kubeconfig)
-    kube.ensure_node(settings.node)
-    state_dir = tmp_path / "runtime"
-    proc = podledger_process(
-        ["run", "--roles", "fold,node,sink"],
-        env={
-            "PODLEDGER_BOOTSTRAP": settings.bootstrap,
-            "KUBECONFIG": kubeconfig,
-            "PODLEDGER_NODE": settings.node,
-            "PODLEDGER_TOPIC_PREFIX": settings.topic_prefix,
-            "PODLEDGER_PARTITIONS": str(settings.partitions),
-            "PODLEDGER_RUNTIME": "process",
-            "PODLEDGER_RUNTIME_STATE_DIR": str(state_dir),
-            "PODLEDGER_SINK_RECONCILE_MS": "2000",
-            "PODLEDGER_LOG_LEVEL": "info",
-        },
-    )
-    return kube, proc, RuntimeState(state_dir)
-
-
 def test_process_pods_run_restart_fail_and_are_deleted_gracefully(
-    settings: Settings, node_process: Any
+    settings: Settings, kubeconfig: str, podledger_process: Any, tmp_path: Path
 ) -> None:
-    kube, proc, runtime = node_process
+    kube, proc, runtime = start_node(settings, kubeconfig, podledger_process, tmp_path / "runtime")
     port = _free_port()
     web = f"web-{uuid.uuid4().hex[:6]}"
     pod = kube.create_pod(

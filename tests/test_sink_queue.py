@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from podledger.agents.sink import Sink, status_uid
+from podledger.agents.sink import Sink, mirror_matches
 from podledger.schemas import models
 
 from podledger.config import Settings
@@ -43,21 +43,25 @@ def test_only_the_newest_version_of_a_pod_is_kept_and_queued_once() -> None:
 
 def test_written_versions_restored_from_kafka_are_not_written_again() -> None:
     s = sink()
-    s.written["u1"] = 4
+    s.written["u1"] = (4, "u1")
     s.offer(vs(4))
     assert s._due == [] and s.pods["u1"].written == 4
     s.offer(vs(5))
     assert len(s._due) == 1
 
 
-def test_static_pods_are_written_through_their_mirror_or_not_at_all() -> None:
-    assert status_uid(vs(1, static=True)) is None
-    assert status_uid(vs(1, static=True, mirror_uid="m1")) == "m1"
+def test_static_pods_are_written_only_through_their_current_mirror() -> None:
+    static = vs(1, static=True)
+    mirror = {"metadata": {"uid": "m1", "annotations": {"kubernetes.io/config.mirror": static.uid}}}
+    assert mirror_matches(mirror, static)
+    stale = {"metadata": {"uid": "m0", "annotations": {"kubernetes.io/config.mirror": "other-hash"}}}
+    assert not mirror_matches(stale, static)
+    assert not mirror_matches({"metadata": {"uid": static.uid}}, static)  # not a mirror at all
+    # Queued under the static UID; which mirror it was written to is remembered with the version.
     s = sink()
-    s.offer(vs(1, static=True))
-    assert s.pods == {}
-    s.offer(vs(1, static=True, mirror_uid="m1"))
-    assert list(s.pods) == ["m1"]
+    s.written[static.uid] = (3, "m0")
+    s.offer(static)
+    assert s.pods[static.uid].api_uid == "m0" and s.pods[static.uid].written == 3
 
 
 def test_a_tombstone_forgets_the_pod() -> None:
