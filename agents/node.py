@@ -172,6 +172,44 @@ class NodeAgent:
         """The PLEG's relist health (R2.4), as the kubelet's healthz reports it."""
         return self.pleg.health.healthy(time.time())
 
+    async def _watch_health(self, period_s: float = 5.0) -> None:
+        """Log each change of the relist health, so an operator sees a stuck runtime."""
+        healthy: bool | None = None
+        while True:
+            await asyncio.sleep(period_s)
+            ok, why = self.health()
+            if ok != healthy:
+                (log.info if ok else log.warning)("node %s: pleg %s", self.node, "healthy" if ok else why)
+                healthy = ok
+
+    async def _serve_health(self) -> None:
+        """GET /healthz: 200 "ok" while the PLEG relists, 500 with the reason otherwise."""
+
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            try:
+                request = await asyncio.wait_for(reader.readline(), 5)
+                parts = request.decode(errors="replace").split()
+                ok, why = self.health()
+                if len(parts) < 2 or parts[1].split("?")[0] not in ("/healthz", "/healthz/pleg"):
+                    status, body = "404 Not Found", "not found"
+                else:
+                    status, body = ("200 OK", "ok") if ok else ("500 Internal Server Error", why)
+                data = body.encode() + b"\n"
+                writer.write(
+                    f"HTTP/1.1 {status}\r\nContent-Type: text/plain\r\nContent-Length: {len(data)}\r\n"
+                    "Connection: close\r\n\r\n".encode()
+                    + data
+                )
+                await writer.drain()
+            except (TimeoutError, ConnectionError):
+                pass
+            finally:
+                writer.close()
+
+        server = await asyncio.start_server(handle, "127.0.0.1", self.settings.health_port)
+        async with server:
+            await server.serve_forever()
+
     async def run(self) -> None:
         """Run until cancelled; containers keep running afterwards (the next agent adopts them)."""
         await self.publisher.start()
@@ -200,6 +238,8 @@ class NodeAgent:
                 asyncio.ensure_future(self._follow(consumer, updates_tp, status_tp)),
                 asyncio.ensure_future(self.pleg.run()),
                 asyncio.ensure_future(self.workers.housekeeping()),
+                asyncio.ensure_future(self._watch_health()),
+                *([asyncio.ensure_future(self._serve_health())] if self.settings.health_port else []),
                 *(asyncio.ensure_future(source.run()) for source in self.sources),
             ]
             self.ready.set()

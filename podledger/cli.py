@@ -416,6 +416,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
             f"  node:        {settings.node}   running: pod sources, pod workers, PLEG, fold, sink\n"
             f"  pods:        {', '.join(_example_pods(settings.node))} (static pods from deploy/examples)\n"
             f"  containers:  local processes (process runtime), logs under {runtime_dir}\n"
+            "  mirror pods: the static pods appear in the apiserver too (kubectl get pods -o wide)\n"
+            "  try:         curl http://127.0.0.1:18081/toggle   flips the flip pod's readiness\n"
             "  stop:        Ctrl-C (or SIGTERM); the demo's containers stop with it\n\n"
             "Each line is a new status version, as published to pod-status-history:",
             flush=True,

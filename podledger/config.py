@@ -41,6 +41,7 @@ class Settings:
     sim_seed: int = 0  # jitter seed of the sim runtime
     relist_period_s: float = 1.0  # the PLEG's relist period
     pod_resync_s: float = 60.0  # a pod worker looks at its pod at least this often (syncFrequency)
+    health_port: int = 0  # the node agent serves /healthz on 127.0.0.1:<port>; 0 turns it off
     partitions: int = 6
     replication_factor: int = 1  # raise to 3 on a real cluster
     app_id: str = ""  # Faust application id; defaults to "<topic_prefix>fold"

@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 import re
 import signal
+import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -58,6 +60,19 @@ def test_demo_uses_the_given_broker_and_cluster_and_stops_cleanly(
         alive=proc,
     )
     assert "setup=terminated:Completed(0)" in running and "Running" in running
+    # Flipping the probed pod's readiness shows the probe result and the Ready condition following it.
+    flip = f"default/flip-{node_name} "
+
+    def flip_line(*needles: str) -> Any:
+        lines = [ln for ln in proc.output().splitlines() if flip in ln and all(n in ln for n in needles)]
+        return lines[-1] if lines else None
+
+    wait_for(lambda: flip_line("Ready=True"), timeout=60, what="the flip pod Ready", alive=proc)
+    urllib.request.urlopen("http://127.0.0.1:18081/toggle", timeout=5).read()
+    line = wait_for(
+        lambda: flip_line("probe-results:readiness=Failure"), timeout=30, what="readiness Failure", alive=proc
+    )
+    assert "Ready=False" in line and "app=running,not-ready" in line
     runtime_dir = Path(re.search(r"logs under (\S+)", out).group(1))  # type: ignore[union-attr]
     pids = [
         c["pid"]

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ from podledger.streams.topics import ensure_topics
 
 from podledger.config import Settings
 from tests.conftest import read_topic
+from tests.nodes import free_port
 
 pytestmark = pytest.mark.kafka
 
@@ -39,6 +42,14 @@ spec:
   containers:
     - {name: main, image: busybox, command: [sh, -c, "exit 3"]}
 """
+
+
+def _get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
 
 
 def _alive(pid: int) -> bool:
@@ -96,6 +107,7 @@ def test_a_restarted_agent_adopts_containers_and_resumes_from_the_log(
         manifest_dir=str(manifests),
         api_source="false",
         relist_period_s=0.3,
+        health_port=free_port(),
     )
 
     async def scenario() -> dict[str, Any]:
@@ -119,6 +131,10 @@ def test_a_restarted_agent_adopts_containers_and_resumes_from_the_log(
             )
             seen["container"] = snap[0]["id"]
             await _until(lambda: first.agent.workers.workers[once_uid].terminated, what="once terminated")
+            # The relist health is served for probes of the node agent itself.
+            base = f"http://127.0.0.1:{settings.health_port}"
+            assert await asyncio.to_thread(_get, f"{base}/healthz") == (200, "ok\n")
+            assert (await asyncio.to_thread(_get, f"{base}/nope"))[0] == 404
         pid = first.runtime.pids(sleeper_uid, seen["container"])[0]
         assert pid is not None and _alive(pid)  # stopping the agent leaves containers running
 

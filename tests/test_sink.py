@@ -150,7 +150,7 @@ def test_sync_pod_patches_and_remembers_the_written_version(
     )
     assert [(k.decode(), orjson.loads(v)) for _, k, v in state][-1] == (
         pod["metadata"]["uid"],
-        {"version": 2},
+        {"version": 2, "api_uid": pod["metadata"]["uid"]},
     )
     assert proc.stop() == 0
 
@@ -247,6 +247,7 @@ def test_do_not_delete_mirror_pods(settings: Settings, kubeconfig: str, sink_env
     kube = Kube.from_kubeconfig(kubeconfig)
     kube.ensure_node(settings.node)
     name = f"mirror-{uuid.uuid4().hex[:6]}"
+    static_uid = f"static-{uuid.uuid4()}"  # a static pod's UID is its config hash, named by its mirror
     mirror = kube.create_pod(
         {
             "apiVersion": "v1",
@@ -254,13 +255,16 @@ def test_do_not_delete_mirror_pods(settings: Settings, kubeconfig: str, sink_env
             "metadata": {
                 "name": name,
                 "namespace": "default",
-                "annotations": {"kubernetes.io/config.mirror": "hash", "kubernetes.io/config.source": "file"},
+                "annotations": {
+                    "kubernetes.io/config.mirror": static_uid,
+                    "kubernetes.io/config.source": "file",
+                },
             },
             "spec": {"nodeName": settings.node, "containers": [{"name": "main", "image": "app:1"}]},
         }
     )
     kube.delete_pod("default", name, grace_seconds=30)
-    static = {**mirror, "metadata": {**mirror["metadata"], "uid": "static-" + mirror["metadata"]["uid"]}}
+    static = {**mirror, "metadata": {**mirror["metadata"], "uid": static_uid}}
     failed = {**running_status("False"), "phase": "Failed"}
     vs = versioned(
         static,
