@@ -145,10 +145,11 @@ class NodeAgent:
     async def _publish_update(self, update: models.PodUpdate) -> None:
         await self.publisher.publish("pod-updates", update.uid, update, update.node)
 
-    async def _publish_pleg(self, event: models.PlegEvent) -> None:
-        await self.publisher.publish("pleg", event.uid, event, self.node)
+    async def _publish_pleg(self, event: models.PlegEvent) -> asyncio.Future[Any]:
+        delivery = await self.publisher.send("pleg", event.uid, event, self.node)
         if event.type != "ContainerRemoved":
             self.workers.wake(event.uid)
+        return delivery
 
     def _on_mirror(self, kind: str, pod: dict[str, Any]) -> None:
         """A mirror pod changed in the apiserver: its static pod's worker checks it (R1.6: a mirror pod

@@ -19,7 +19,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from podledger.config import Settings
 from podledger.errors import UserError
 from podledger.partitioner import partition_for_node
-from podledger.schemas import decode, encode
+from podledger.schemas import decode, encode, models
 from podledger.streams.replay import replay
 from podledger.streams.topics import INGRESS, ensure_topics, start_admin
 from podledger.workload import IngressEvent, produce, workload
@@ -548,6 +548,8 @@ class NodeFigures:
     events: int = 0
     seconds: float = 0.0
     cpu_pct: float = 0.0
+    restarts: int = 0
+    listings: list[float] | None = None
 
     def line(self) -> str:
         relists = [r * 1000 for r in self.relists or []]
@@ -558,11 +560,11 @@ class NodeFigures:
 
 
 def bench_node(base: Settings, *, pods: int, seconds: float, runtime: str) -> NodeFigures:
-    """The PLEG relisting a runtime with `pods` pods whose containers crash and are restarted,
-    publishing every event with its snapshot to the real broker."""
+    """A whole node agent (pod workers, PLEG, prober) running `pods` pods whose containers crash and
+    are restarted, against the real broker."""
     if runtime != "sim":
         raise UserError(
-            "bench node supports --runtime sim (the process runtime arrives with the pod workers)"
+            "bench node runs the sim runtime (--runtime sim): the process runtime starts real processes"
         )
     settings = broker_for_bench(
         replace(
@@ -570,6 +572,11 @@ def bench_node(base: Settings, *, pods: int, seconds: float, runtime: str) -> No
             topic_prefix=f"bench-{uuid.uuid4().hex[:8]}.",
             partitions=base.partitions,
             log_level="warning",
+            node=f"bench-node-{uuid.uuid4().hex[:6]}",
+            runtime="sim",
+            api_source="false",
+            manifest_dir="",
+            manifest_url="",
         )
     )
     asyncio.run(ensure_topics(settings))
@@ -579,75 +586,92 @@ def bench_node(base: Settings, *, pods: int, seconds: float, runtime: str) -> No
 async def _bench_node(settings: Settings, pods: int, seconds: float) -> NodeFigures:
     import random
 
-    from podledger.agents.pleg import CONTAINER_DIED, Pleg
+    from podledger.agents.node import NodeAgent
     from podledger.agents.sim_runtime import ANNOTATION_EXIT_CODE, ANNOTATION_RUN_SECONDS, SimRuntime
+    from podledger.kafka import Publisher
 
     rng = random.Random(7)
-    node = f"bench-node-{uuid.uuid4().hex[:6]}"
-    sim = SimRuntime(seed=7)
-    specs: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
-    attempts: dict[str, int] = {}
-    for i in range(pods):
-        uid = str(uuid.UUID(int=rng.getrandbits(128), version=4))
-        container = {"name": "app", "image": "example/app:1"}
-        pod = {
-            "metadata": {
-                "uid": uid,
-                "name": f"pod-{i:05d}",
-                "namespace": "default",
-                # Each container runs 5 to 60 s, then fails and is restarted: steady churn.
-                "annotations": {ANNOTATION_RUN_SECONDS: str(rng.uniform(5, 60)), ANNOTATION_EXIT_CODE: "1"},
-            },
-            "spec": {"containers": [container]},
-        }
-        specs[uid] = (pod, container)
-        await sim.create_sandbox(pod)
-        await sim.start_container(pod, container, attempt=0)
-        attempts[uid] = 0
-    producer = AIOKafkaProducer(
-        bootstrap_servers=settings.bootstrap,
-        linger_ms=5,
-        max_batch_size=1 << 20,
-        **settings.kafka_client_options(),
-    )
-    await producer.start()
-    partition = partition_for_node(node, settings.partitions)
-    topic = settings.topic("pleg")
-
-    async def publish(event: Any) -> None:
-        await producer.send(topic, key=event.uid.encode(), value=encode(event), partition=partition)
-
-    pleg = Pleg(sim, node, publish)
-    figures = NodeFigures(pods=pods)
-    say(f"{pods} sim pods on node {node}; relisting every second for {seconds:.0f}s")
+    node = settings.node
+    publisher = Publisher(settings)
+    await publisher.start()
+    say(f"publishing {pods} pods for node {node} to pod-updates ...")
     try:
-        await pleg.relist_once()  # the first relist reports every pod starting: not a steady state
-        pleg.relist_seconds.clear()
+        batch = []
+        for i in range(pods):
+            uid = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+            pod = {
+                "metadata": {
+                    "uid": uid,
+                    "name": f"pod-{i:05d}",
+                    "namespace": "default",
+                    # Each container runs 5 to 60 s, then fails and is restarted: steady churn.
+                    "annotations": {
+                        ANNOTATION_RUN_SECONDS: str(rng.uniform(5, 60)),
+                        ANNOTATION_EXIT_CODE: "1",
+                    },
+                },
+                "spec": {"nodeName": node, "containers": [{"name": "app", "image": "example/app:1"}]},
+            }
+            update = models.PodUpdate("ADD", "api", node, pod, int(time.time() * 1000))
+            batch.append(publisher.publish("pod-updates", uid, update, node))
+            if len(batch) == 1000:
+                await asyncio.gather(*batch)
+                batch = []
+        await asyncio.gather(*batch)
+    finally:
+        await publisher.stop()
+
+    sim = SimRuntime(seed=7)
+    agent = NodeAgent(settings, sim)
+    figures = NodeFigures(pods=pods)
+    publish_pleg = agent.pleg.publish
+
+    async def counting(event: Any) -> Any:
+        figures.events += 1
+        return await publish_pleg(event)
+
+    agent.pleg.publish = counting
+    task = asyncio.ensure_future(agent.run())
+    try:
+        await asyncio.wait_for(agent.ready.wait(), 300)
+        started = time.monotonic()
+        while len(sim.relist(time.time())) < pods and time.monotonic() - started < 120:
+            await asyncio.sleep(0.5)
+        say(f"{pods} sim pods running on node {node}; measuring for {seconds:.0f}s")
+        await asyncio.sleep(2)  # past the first relists, which report every pod starting
+        agent.pleg.relist_seconds.clear()
+        agent.pleg.list_seconds.clear()
+        figures.events = 0
         cpu0, wall0 = time.process_time(), time.monotonic()
-        while time.monotonic() - wall0 < seconds:
-            tick = time.monotonic()
-            events = await pleg.relist_once()
-            figures.events += len(events)
-            for event in events:  # a minimal pod worker: restart what died
-                if event.type == CONTAINER_DIED and event.pod_uid in specs:
-                    pod, container = specs[event.pod_uid]
-                    attempts[event.pod_uid] += 1
-                    await sim.start_container(pod, container, attempt=attempts[event.pod_uid])
-            await asyncio.sleep(max(0.0, 1.0 - (time.monotonic() - tick)))
-        await producer.flush()
+        await asyncio.sleep(seconds)
+        if task.done():
+            task.result()  # the agent died: say why instead of printing empty figures
         figures.seconds = time.monotonic() - wall0
         figures.cpu_pct = 100 * (time.process_time() - cpu0) / figures.seconds
-        figures.relists = list(pleg.relist_seconds)
+        figures.relists = list(agent.pleg.relist_seconds)
+        figures.listings = list(agent.pleg.list_seconds)
+        figures.restarts = sum(
+            c["restart_count"] for s in sim.relist(time.time()).values() for c in s["containers"][:1]
+        )
     finally:
-        await producer.stop()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
     return figures
 
 
 def print_node(figures: NodeFigures) -> None:
     relists = [r * 1000 for r in figures.relists or []]
     print(f"{machine()}; pods={figures.pods} (sim runtime), {len(relists)} relists")
-    print(f"relist time:        p50 {percentile(relists, 50):.1f} ms  p99 {percentile(relists, 99):.1f} ms")
+    listings = [r * 1000 for r in figures.listings or []]
+    print(
+        f"relist time:        p50 {percentile(relists, 50):.1f} ms  p99 {percentile(relists, 99):.1f} ms"
+        " (list, diff, publish until acknowledged)"
+    )
+    print(f"  list + diff only: p50 {percentile(listings, 50):.1f} ms  p99 {percentile(listings, 99):.1f} ms")
     rate = figures.events / max(figures.seconds, 1e-9)
     print(f"events published:   {figures.events} ({rate:.0f}/s, each with its snapshot)")
-    print(f"node agent CPU:     {figures.cpu_pct:.0f}% of one core")
+    print(
+        f"node agent CPU:     {figures.cpu_pct:.0f}% of one core (pod workers, PLEG, prober, Kafka clients)"
+    )
+    print(f"container restarts: {figures.restarts} in total by the end (CrashLoopBackOff included)")
     print(figures.line())

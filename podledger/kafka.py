@@ -6,6 +6,7 @@ same partition number as the rest of its pods' events (DESIGN: co-partitioning).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -68,6 +69,7 @@ class Publisher:
             acks="all",
             enable_idempotence=True,
             linger_ms=5,
+            max_batch_size=1 << 20,
             **self.settings.kafka_client_options(),
         )
         await self.producer.start()
@@ -76,12 +78,20 @@ class Publisher:
         if self.producer is not None:
             await self.producer.stop()
 
-    async def publish(self, topic: str, key: str, value: Any, node: str) -> None:
-        """Send and wait for the broker's acknowledgement; same signature as streams.app.Pipeline.publish."""
+    async def send(self, topic: str, key: str, value: Any, node: str) -> asyncio.Future[Any]:
+        """Queue one value and return its delivery future without waiting for the broker.
+
+        Queue many values one after another and await their futures together: concurrent `publish`
+        calls by the thousand would all wake on every drained batch.
+        """
         assert self.producer is not None, "Publisher.start() first"
-        await self.producer.send_and_wait(
+        return await self.producer.send(
             self.settings.topic(topic),
             key=key.encode(),
             value=None if value is None else encode(value),
             partition=partition_for_node(node, self.settings.partitions),
         )
+
+    async def publish(self, topic: str, key: str, value: Any, node: str) -> None:
+        """Send and wait for the broker's acknowledgement; same signature as streams.app.Pipeline.publish."""
+        await (await self.send(topic, key, value, node))

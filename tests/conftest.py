@@ -79,6 +79,19 @@ def settings(kafka_bootstrap: str, topic_prefix: str, node_name: str, tmp_path: 
     )
 
 
+def podledger_env(settings: Settings, kubeconfig: str | None = None, **extra: str) -> dict[str, str]:
+    """The environment that points a podledger process at the test's broker, topics, node (and cluster)."""
+    env = {
+        "PODLEDGER_BOOTSTRAP": settings.bootstrap,
+        "PODLEDGER_NODE": settings.node,
+        "PODLEDGER_TOPIC_PREFIX": settings.topic_prefix,
+        "PODLEDGER_PARTITIONS": str(settings.partitions),
+    }
+    if kubeconfig is not None:
+        env["KUBECONFIG"] = kubeconfig
+    return {**env, **extra}
+
+
 class PodledgerProcess:
     """`podledger ARGS` as a real child process, its output kept in a file."""
 

@@ -13,6 +13,7 @@ from podledger.agents.kube import Kube
 from podledger.streams.topics import ensure_topics
 
 from podledger.config import Settings
+from tests.conftest import podledger_env
 
 
 def free_port() -> int:
@@ -68,17 +69,14 @@ def start_node(
     kube.ensure_node(settings.node)
     proc = podledger_process(
         ["run", "--roles", "fold,node,sink"],
-        env={
-            "PODLEDGER_BOOTSTRAP": settings.bootstrap,
-            "KUBECONFIG": kubeconfig,
-            "PODLEDGER_NODE": settings.node,
-            "PODLEDGER_TOPIC_PREFIX": settings.topic_prefix,
-            "PODLEDGER_PARTITIONS": str(settings.partitions),
-            "PODLEDGER_RUNTIME": "process",
-            "PODLEDGER_RUNTIME_STATE_DIR": str(state_dir),
-            "PODLEDGER_SINK_RECONCILE_MS": "2000",
-            "PODLEDGER_LOG_LEVEL": "info",
+        env=podledger_env(
+            settings,
+            kubeconfig,
+            PODLEDGER_RUNTIME="process",
+            PODLEDGER_RUNTIME_STATE_DIR=str(state_dir),
+            PODLEDGER_SINK_RECONCILE_MS="2000",
+            PODLEDGER_LOG_LEVEL="info",
             **env,
-        },
+        ),
     )
     return kube, proc, RuntimeState(state_dir)

@@ -12,7 +12,7 @@ from podledger.schemas import decode
 from podledger.streams.topics import ensure_topics
 
 from podledger.config import Settings
-from tests.conftest import read_topic, wait_for
+from tests.conftest import podledger_env, read_topic, wait_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.kube]
 
@@ -25,13 +25,7 @@ def test_apiserver_changes_become_incremental_ops(
     kube.ensure_node(settings.node)
     proc = podledger_process(
         ["run", "--roles", "source"],
-        env={
-            "PODLEDGER_BOOTSTRAP": settings.bootstrap,
-            "KUBECONFIG": kubeconfig,
-            "PODLEDGER_NODE": settings.node,
-            "PODLEDGER_TOPIC_PREFIX": settings.topic_prefix,
-            "PODLEDGER_PARTITIONS": str(settings.partitions),
-        },
+        env=podledger_env(settings, kubeconfig),
     )
     name = f"src-{uuid.uuid4().hex[:6]}"
     pod = kube.create_pod(

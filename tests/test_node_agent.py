@@ -20,7 +20,7 @@ from podledger.schemas import decode
 from podledger.streams.topics import ensure_topics
 
 from podledger.config import Settings
-from tests.conftest import read_topic
+from tests.conftest import podledger_env, read_topic, wait_for
 from tests.nodes import free_port
 
 pytestmark = pytest.mark.kafka
@@ -176,3 +176,33 @@ def test_a_restarted_agent_adopts_containers_and_resumes_from_the_log(
     # The finished pod was terminated once, not again by the restarted agents.
     assert kinds.count(("terminated", seen["once"])) == 1
     assert ("terminated", seen["sleeper"]) in kinds
+
+
+def test_podledger_node_runs_a_node_and_stops_cleanly_on_sigterm(
+    settings: Settings, tmp_path: Path, podledger_process: Any
+) -> None:
+    asyncio.run(ensure_topics(settings))
+    manifests = tmp_path / "manifests"
+    manifests.mkdir()
+    (manifests / "sleeper.yaml").write_text(SLEEPER)
+    proc = podledger_process(
+        ["node", "--runtime", "sim", "--manifest-dir", str(manifests)],
+        env=podledger_env(settings, PODLEDGER_API_SOURCE="false"),
+    )
+    # The sim container starts (after its default 0.5 s start delay) and the PLEG publishes it.
+    events = wait_for(
+        lambda: [
+            e
+            for e in (decode("pleg", v) for _, _, v in asyncio.run(read_topic(settings, "pleg", 0, idle=0.5)))
+            if e.type == "ContainerStarted"
+        ],
+        timeout=60,
+        what="a ContainerStarted pleg event",
+        alive=proc,
+    )
+    # The PLEG reports the sandbox as well as the container (as upstream's generic PLEG does).
+    [started] = [e for e in events if e.container_id == e.runtime["containers"][0]["id"]]
+    assert started.node == settings.node and started.runtime["runtime_type"] == "sim"
+    assert started.runtime["containers"][0]["state"] == "running"
+    assert proc.stop() == 0, proc.output()
+    assert "Traceback" not in proc.output()

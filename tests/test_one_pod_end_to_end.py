@@ -13,7 +13,7 @@ from podledger.streams.topics import ensure_topics
 
 from podledger.config import Settings
 from podledger.partitioner import partition_for_node
-from tests.conftest import read_topic, wait_for
+from tests.conftest import podledger_env, read_topic, wait_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.kube]
 
@@ -39,14 +39,7 @@ def test_pod_created_in_apiserver_gets_status_from_the_pipeline(
 
     proc = podledger_process(
         ["run"],
-        env={
-            "PODLEDGER_BOOTSTRAP": settings.bootstrap,
-            "KUBECONFIG": kubeconfig,
-            "PODLEDGER_NODE": settings.node,
-            "PODLEDGER_TOPIC_PREFIX": settings.topic_prefix,
-            "PODLEDGER_PARTITIONS": str(settings.partitions),
-            "PODLEDGER_LOG_LEVEL": "info",
-        },
+        env=podledger_env(settings, kubeconfig, PODLEDGER_LOG_LEVEL="info"),
     )
 
     def scheduled_condition() -> dict | None:

@@ -1,0 +1,37 @@
+"""`podledger bench node` end to end at a tiny size: it runs a whole node agent and prints its figures.
+
+Figures are not asserted (benchmarks measure, tests check); only that the run works and its last line
+is machine-readable.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.kafka
+
+
+def test_bench_node_prints_a_machine_readable_last_line(kafka_bootstrap: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "podledger.cli", "bench", "node", "--pods", "30", "--seconds", "3"],
+        env={
+            **{k: v for k, v in os.environ.items() if not k.startswith("PODLEDGER_")},
+            "PODLEDGER_BOOTSTRAP": kafka_bootstrap,
+            "PODLEDGER_PARTITIONS": "2",
+        },
+        capture_output=True,
+        text=True,
+        timeout=180,
+        stdin=subprocess.DEVNULL,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    last = result.stdout.strip().splitlines()[-1]
+    match = re.fullmatch(r"node pods=30 relist_p99_ms=(\d+\.\d) events_per_s=(\d+) cpu_pct=(\d+)", last)
+    assert match, result.stdout
+    assert float(match.group(1)) > 0  # relists happened and were timed
+    assert "relist time:" in result.stdout and "nan" not in result.stdout
