@@ -13,10 +13,13 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from podledger.agents.node import NodeAgent
 from podledger.agents.process_runtime import ProcessRuntime
+from podledger.agents.sim_runtime import SimRuntime
 from podledger.schemas import decode
+from podledger.streams.replay import replay
 from podledger.streams.topics import ensure_topics
 
 from podledger.config import Settings
@@ -206,3 +209,74 @@ def test_podledger_node_runs_a_node_and_stops_cleanly_on_sigterm(
     assert started.runtime["containers"][0]["state"] == "running"
     assert proc.stop() == 0, proc.output()
     assert "Traceback" not in proc.output()
+
+
+CRASHER = """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: crasher
+  annotations: {sim.podledger.io/run-seconds: "0.3", sim.podledger.io/exit-code: "2"}
+spec:
+  containers:
+    - {name: main, image: busybox}
+"""
+
+
+def test_a_crash_looping_container_backs_off_and_the_fold_shows_why(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """Pod workers on the sim runtime restart a failing container, then hold it in CrashLoopBackOff and
+    say so on pod-lifecycle; the fold over what the agent published shows the waiting reason."""
+    asyncio.run(ensure_topics(settings))
+    manifests = tmp_path / "manifests"
+    manifests.mkdir()
+    (manifests / "crasher.yaml").write_text(CRASHER)
+    settings = Settings.from_env(
+        env={},
+        bootstrap=settings.bootstrap,
+        topic_prefix=settings.topic_prefix,
+        partitions=settings.partitions,
+        node=settings.node,
+        manifest_dir=str(manifests),
+        api_source="false",
+        relist_period_s=0.2,
+        runtime="sim",
+    )
+
+    async def run() -> None:
+        agent = NodeAgent(settings, SimRuntime(seed=1))
+        task = asyncio.ensure_future(agent.run())
+        try:
+            await asyncio.wait_for(agent.ready.wait(), 30)
+            # Started, failed and restarted at once (restartCount 1), failed again: backing off.
+            await _until(
+                lambda: any(w.reasons for w in agent.workers.workers.values()), timeout=20, what="a back-off"
+            )
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    asyncio.run(run())
+    lifecycle = [
+        decode("pod-lifecycle", v) for _, _, v in asyncio.run(read_topic(settings, "pod-lifecycle", 1))
+    ]
+    [held] = [e for e in lifecycle if e.kind == "sync_result" and e.sync_results]
+    [result] = held.sync_results
+    assert result["reason"] == "CrashLoopBackOff" and result["container"] == "main"
+    assert result["message"].startswith(
+        f"back-off 10s restarting failed container=main pod=crasher-{settings.node}_"
+    )
+    assert held.backoff["main"]["delay"] == 10.0  # saved so a restarted agent keeps backing off
+
+    # The offline fold over the agent's own topics, in time order, gives the kubelet's status.
+    values = [
+        v
+        for topic in ("pod-updates", "pleg", "pod-lifecycle")
+        for _, _, v in asyncio.run(read_topic(settings, topic, 1))
+    ]
+    values.sort(key=lambda v: orjson.loads(v)["ts_ms"])
+    statuses = [o.value for o in replay(values) if o.topic == "pod-status-history"]
+    main = statuses[-1].status["containerStatuses"][0]
+    assert main["state"]["waiting"]["reason"] == "CrashLoopBackOff"
+    assert main["lastState"]["terminated"]["exitCode"] == 2 and main["restartCount"] >= 1
