@@ -141,7 +141,12 @@ class FileSource:
                 notify.wait(self.period_s)
             else:
                 stop.wait(self.period_s)
-            loop.call_soon_threadsafe(changed.put_nowait, None)
+            if stop.is_set():
+                break
+            try:
+                loop.call_soon_threadsafe(changed.put_nowait, None)
+            except RuntimeError:  # the loop closed while we waited: the source is gone
+                break
         if notify is not None:
             notify.close()
 
