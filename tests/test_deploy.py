@@ -37,7 +37,7 @@ def compose_config(tmp_path: Path) -> dict:
 def test_compose_file_validates_and_wires_kafka_to_podledger(tmp_path: Path) -> None:
     config = compose_config(tmp_path)
     services = config["services"]
-    assert set(services) == {"kafka", "topics", "podledger"}
+    assert set(services) == {"kafka", "topics", "podledger", "node"}
 
     kafka = services["kafka"]
     image, tag = kafka["image"].split(":")
@@ -48,7 +48,7 @@ def test_compose_file_validates_and_wires_kafka_to_podledger(tmp_path: Path) -> 
     assert str(env["KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS"]) == "0"
     assert "kafka-broker-api-versions" in " ".join(kafka["healthcheck"]["test"])
 
-    for name in ("topics", "podledger"):
+    for name in ("topics", "podledger", "node"):
         svc = services[name]
         assert svc["build"]["dockerfile"] == "deploy/Dockerfile"
         assert Path(svc["build"]["context"]).resolve() == ROOT
@@ -57,13 +57,24 @@ def test_compose_file_validates_and_wires_kafka_to_podledger(tmp_path: Path) -> 
     assert services["topics"]["command"] == ["topics", "create"]
     assert services["topics"]["depends_on"]["kafka"]["condition"] == "service_healthy"
     assert services["podledger"]["depends_on"]["topics"]["condition"] == "service_completed_successfully"
-    assert services["podledger"]["command"] == ["run"]
+    assert services["podledger"]["command"] == ["run", "--roles", "fold,sink"]
+    # The node agents: their manifests (the examples by default), runtime state and health check.
+    node = services["node"]
+    assert node["command"] == ["node"]
+    assert node["depends_on"]["topics"]["condition"] == "service_completed_successfully"
+    env = node["environment"]
+    assert env["PODLEDGER_RUNTIME"] == "process"
+    mounts = {target: (source, mode) for source, target, mode in (v.split(":") for v in node["volumes"])}
+    source, mode = mounts[env["PODLEDGER_MANIFEST_DIR"]]
+    assert Path(source).resolve() == DEPLOY / "examples" and mode == "ro"
+    assert mounts[env["PODLEDGER_RUNTIME_STATE_DIR"]][0] in config["volumes"]
+    assert f":{env['PODLEDGER_HEALTH_PORT']}/healthz" in " ".join(node["healthcheck"]["test"])
 
 
 def test_compose_environment_names_real_settings(tmp_path: Path) -> None:
     """Every PODLEDGER_* variable the compose file sets is one Settings reads."""
     known = {ENV_PREFIX + name.upper() for name in Settings.__dataclass_fields__}
-    for svc in ("topics", "podledger"):
+    for svc in ("topics", "podledger", "node"):
         env = compose_config(tmp_path)["services"][svc]["environment"]
         podledger_vars = {k for k in env if k.startswith(ENV_PREFIX)}
         assert podledger_vars and podledger_vars <= known, podledger_vars - known
