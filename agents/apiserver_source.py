@@ -67,6 +67,11 @@ class ApiserverSource:
         elif is_mirror_pod(pod):
             self._mirror(kind, pod)
             return
+        elif kind == "LISTED":
+            # Part of a (re)list: merged once the listing is complete (RELISTED), so a half-read list
+            # never looks like pods were removed.
+            self.current[pod["metadata"]["uid"]] = pod
+            return
         elif kind == "DELETED":
             self.current.pop(pod["metadata"]["uid"], None)
         else:

@@ -261,9 +261,9 @@ class Kube:
     ) -> None:
         """List, then watch, until `stop` is set; blocking (run it in a thread).
 
-        `on_event(kind, pod)` gets ADDED for every listed pod, then ADDED, MODIFIED and DELETED
-        from the watch. After each (re)list it gets RELISTED with {"uids": [...]}: pods not among
-        them were deleted while nobody watched. A 410 Gone (our resourceVersion expired) relists;
+        `on_event(kind, pod)` gets LISTED for every listed pod, then RELISTED with {"uids": [...]}
+        once the listing is complete (pods not among them were deleted while nobody watched), then
+        ADDED, MODIFIED and DELETED from the watch. A 410 Gone (our resourceVersion expired) relists;
         other errors retry with backoff from 1 s to 30 s.
         """
         resource_version = ""
@@ -275,7 +275,7 @@ class Kube:
                     resource_version = listing["metadata"]["resourceVersion"]
                     items = listing.get("items") or []
                     for pod in items:
-                        on_event("ADDED", pod)
+                        on_event("LISTED", pod)
                     on_event("RELISTED", {"uids": [p["metadata"]["uid"] for p in items]})
                 for event in self.watch_pods(
                     field_selector=field_selector, resource_version=resource_version, timeout_seconds=60
@@ -301,10 +301,13 @@ class Kube:
 
     # -- nodes
 
+    def get_node(self, name: str) -> JSONDict:
+        return dict(self.request("GET", f"/api/v1/nodes/{quote(name, safe='')}"))
+
     def ensure_node(self, name: str) -> JSONDict:
         """The Node object for `name`, created if missing (the kubelet registers itself the same way)."""
         try:
-            return dict(self.request("GET", f"/api/v1/nodes/{quote(name, safe='')}"))
+            return self.get_node(name)
         except KubeError as exc:
             if not exc.not_found:
                 raise
@@ -320,5 +323,5 @@ class Kube:
             return dict(self.request("POST", "/api/v1/nodes", body=node))
         except KubeError as exc:
             if exc.conflict:
-                return dict(self.request("GET", f"/api/v1/nodes/{quote(name, safe='')}"))
+                return self.get_node(name)
             raise

@@ -77,7 +77,6 @@ class MirrorPods:
     def __init__(self, kube: Kube, node_name: str) -> None:
         self.kube = kube
         self.node_name = node_name
-        self._node: JSONDict | None = None
         self.seen: dict[tuple[str, str], JSONDict] = {}  # mirrors on this node, as the API source sees them
 
     def observe(self, kind: str, pod: JSONDict) -> None:
@@ -128,14 +127,13 @@ class MirrorPods:
         return action
 
     def _current_node(self) -> JSONDict | None:
+        """The Node as it is now (mirrors must be owned by its current UID); None while it is missing or
+        being deleted, when no mirror is made (R5.10)."""
         try:
-            node = self.kube.ensure_node(self.node_name) if self._node is None else self._node
+            node = self.kube.get_node(self.node_name)
         except KubeError:
             return None
-        if node["metadata"].get("deletionTimestamp"):
-            return None
-        self._node = node
-        return node
+        return None if node["metadata"].get("deletionTimestamp") else node
 
     def _delete(self, api_pod: JSONDict) -> None:
         meta = api_pod["metadata"]
@@ -156,7 +154,11 @@ class MirrorPods:
             and not pod["metadata"].get("deletionTimestamp")
         ]
         for pod in orphans:
-            await asyncio.to_thread(self._delete, pod)
+            try:
+                await asyncio.to_thread(self._delete, pod)
+            except KubeError as exc:
+                log.warning("could not delete orphaned mirror pod %s: %s", pod["metadata"]["name"], exc)
+                continue
             log.info(
                 "deleted orphaned mirror pod %s/%s", pod["metadata"].get("namespace"), pod["metadata"]["name"]
             )

@@ -25,6 +25,7 @@ from podledger.agents.pod_worker import PodWorkers
 from podledger.agents.probe_checks import SUCCESS, CheckOutcome, run_check
 from podledger.agents.prober import Prober
 from podledger.schemas import DecodeError, decode, models
+from podledger.streams.status import json_copy
 
 from podledger.config import Settings
 from podledger.errors import UserError
@@ -213,19 +214,19 @@ class NodeAgent:
 
     async def run(self) -> None:
         """Run until cancelled; containers keep running afterwards (the next agent adopts them)."""
-        await self.publisher.start()
         consumer = new_consumer(self.settings)
-        await consumer.start()
         tasks: list[asyncio.Task[Any]] = []
         try:
+            await self.publisher.start()
+            await consumer.start()
             updates_tp = TopicPartition(self.settings.topic("pod-updates"), self.partition)
             lifecycle_tp = TopicPartition(self.settings.topic("pod-lifecycle"), self.partition)
             consumer.assign([updates_tp, lifecycle_tp])
-            replayed = await self._replay(consumer, updates_tp, lifecycle_tp)
-            position = await consumer.position(updates_tp)
+            end = (await consumer.end_offsets([updates_tp]))[updates_tp]
+            replayed = await self._replay(consumer, updates_tp, end, lifecycle_tp)
             status_tp = TopicPartition(self.settings.topic("pod-status"), self.partition)
             consumer.assign([updates_tp, status_tp])
-            consumer.seek(updates_tp, position)  # go on live from where the replay ended
+            consumer.seek(updates_tp, end)  # live from exactly where the replay stopped
             await consumer.seek_to_beginning(status_tp)  # compacted: the latest status of every pod
             self.workers.start()
             log.info(
@@ -253,16 +254,20 @@ class NodeAgent:
             await asyncio.gather(*tasks, return_exceptions=True)
             await self.workers.stop()
             await self.prober.close()
-            if self.stop_pods_on_exit:
-                await self.workers.stop_all_pods()
-            with contextlib.suppress(Exception):
-                await consumer.stop()
-            await self.publisher.stop()
+            try:
+                if self.stop_pods_on_exit:
+                    await self.workers.stop_all_pods()
+            finally:
+                with contextlib.suppress(Exception):
+                    await consumer.stop()
+                await self.publisher.stop()
 
-    async def _replay(self, consumer: Any, updates_tp: TopicPartition, lifecycle_tp: TopicPartition) -> int:
+    async def _replay(
+        self, consumer: Any, updates_tp: TopicPartition, end: int, lifecycle_tp: TopicPartition
+    ) -> int:
         """Rebuild the workers (and the sources' merge state) from this node's share of the log."""
         count = 0
-        async for message in read_to_end(consumer, updates_tp):
+        async for message in read_to_end(consumer, updates_tp, end=end):
             update = self._decode("pod-updates", message.value)
             if update is not None and update.node == self.node:
                 self.workers.apply_update(update)
@@ -272,7 +277,8 @@ class NodeAgent:
             if event is not None and event.node == self.node:
                 self.workers.apply_lifecycle(event)
         for uid, w in self.workers.workers.items():
-            self.storage.pods.setdefault(w.source, {})[uid] = w.pod
+            if not w.removed:  # a copy: podStorage updates its pods in place
+                self.storage.pods.setdefault(w.source, {})[uid] = json_copy(w.pod)
         return count
 
     async def _follow(self, consumer: Any, updates_tp: TopicPartition, status_tp: TopicPartition) -> None:
@@ -285,7 +291,8 @@ class NodeAgent:
                 if update is not None and update.node == self.node:
                     self.workers.apply_update(update)
             for message in batch.get(status_tp, []):
-                if message.value is None:
+                if message.value is None:  # the pod left pod-status: the prober forgets its status
+                    self.prober.update_status(message.key.decode(), None)
                     continue
                 status = self._decode("pod-status", message.value)
                 if status is not None and status.node == self.node:

@@ -8,12 +8,16 @@ replayed and tested without a runtime. Behaviour follows pkg/kubelet/pleg/generi
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from podledger.agents.lifecycle import format_go_duration
+
+log = logging.getLogger("podledger.pleg")
 
 __all__ = [
     "CONTAINER_CHANGED",
@@ -216,8 +220,8 @@ class Pleg:
         self.previous: dict[str, Any] = {}
         # For benchmarks: each relist's duration up to its events' acknowledgement, and of the listing
         # and diffing alone.
-        self.relist_seconds: list[float] = []
-        self.list_seconds: list[float] = []
+        self.relist_seconds: deque[float] = deque(maxlen=100_000)
+        self.list_seconds: deque[float] = deque(maxlen=100_000)
 
     async def relist_once(self) -> list[PlegEvent]:
         """One relist: returns the events it published."""
@@ -250,5 +254,8 @@ class Pleg:
     async def run(self) -> None:
         while True:
             started = time.monotonic()
-            await self.relist_once()
+            try:
+                await self.relist_once()
+            except Exception as exc:  # a failed relist is what relist health reports; keep relisting
+                log.warning("relist failed: %s", exc)
             await asyncio.sleep(max(0.0, self.period_s - (time.monotonic() - started)))

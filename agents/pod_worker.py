@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -42,6 +43,7 @@ RESYNC_S = 60.0  # syncFrequency: a pod is looked at again at least this often
 ERROR_REQUEUE_S = 10.0  # after a failed pass (R6.3)
 HOUSEKEEPING_S = 2.0  # runtime orphans are cleaned this often once sources are ready (R6.8)
 ORPHAN_GRACE_S = 1  # runtime-only orphans are killed with grace 1 (R6.5)
+JITTER = 0.5  # requeues after errors and resyncs are stretched by up to half (R6.3)
 
 
 @dataclass
@@ -57,6 +59,10 @@ class WorkerState:
     grace_s: int | None = None  # the stored grace period (R6.2); only ever shrinks
     backoff: dict[str, JSONDict] = field(default_factory=dict)
     reasons: dict[str, JSONDict] = field(default_factory=dict)
+    since_ms: int = 0  # when this life of the UID began (its ADD); older lifecycle facts are not its own
+    # The same UID added again while this life still ends (a static pod's manifest restored): it starts
+    # once this one is cleaned up.
+    next_life: WorkerState | None = None
     # Not state: the task machinery.
     wake: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
     task: asyncio.Task[None] | None = field(default=None, repr=False)
@@ -110,6 +116,7 @@ class PodWorkers:
         self.resync_s = resync_s
         self.workers: dict[str, WorkerState] = {}
         self.running = False
+        self._mirroring: dict[str, asyncio.Task[None]] = {}  # mirror pod checks under way, by pod UID
 
     # ------------------------------------------------------------------ input
 
@@ -117,28 +124,34 @@ class PodWorkers:
         """One pod-updates message for this node (HandlePodAdditions/Updates/Removes, R6.7)."""
         uid = update.uid
         w = self.workers.get(uid)
+        if w is not None and w.removed:
+            # This life is ending; the message belongs to the UID's next life, if any.
+            if update.op == "REMOVE":
+                w.next_life = None
+            elif w.next_life is None:
+                w.next_life = WorkerState(uid, update.pod, update.source, since_ms=update.ts_ms)
+            else:
+                w.next_life.pod, w.next_life.source = update.pod, update.source
+            return
         if update.op == "REMOVE":
             if w is None:
                 return
-            if not self.running:
-                # Replaying the log: the pod is gone; its runtime leftovers are housekeeping's.
-                del self.workers[uid]
+            if not self.running and self.runtime.pod_snapshot(uid, self.clock()) is None:
+                del self.workers[uid]  # replaying the log: gone, and nothing of it is left to stop
                 return
             w.removed = True
             if not w.terminating:
                 self._interrupt(w)
             w.wake.set()
             return
-        if w is None or w.removed:
-            if w is not None:  # the same UID back after a REMOVE: a new life (HandlePodCleanups step 4)
-                self._stop_task(w)
-            w = self.workers[uid] = WorkerState(uid, update.pod, update.source)
+        if w is None:
+            w = self.workers[uid] = WorkerState(uid, update.pod, update.source, since_ms=update.ts_ms)
             if self.running:
                 self._launch(w)
             return
         if w.terminated:
             return  # a finished UID ignores updates until it is removed
-        was_terminating, (old_grace, _) = w.wants_termination(), w.grace_period()
+        was_terminating, (old_grace, _) = w.terminating or w.wants_termination(), w.grace_period()
         w.pod, w.source = update.pod, update.source
         if w.wants_termination() and not was_terminating:
             self._interrupt(w)  # becoming terminating cancels the in-flight sync (R6.1)
@@ -149,8 +162,10 @@ class PodWorkers:
     def apply_lifecycle(self, event: models.PodLifecycle) -> None:
         """Replay one of our own pod-lifecycle facts (only while restoring from the log)."""
         w = self.workers.get(event.uid)
-        if w is None:
-            return
+        if w is not None and w.next_life is not None and event.ts_ms >= w.next_life.since_ms:
+            w = w.next_life
+        if w is None or event.ts_ms < w.since_ms:
+            return  # a fact of an earlier life of this UID
         if event.kind == "sync_result":
             w.reasons = {
                 r["container"]: {k: v for k, v in r.items() if k != "container"} for r in event.sync_results
@@ -187,8 +202,9 @@ class PodWorkers:
         """Stop the workers but not the containers: a restarted agent adopts them."""
         self.running = False
         tasks = [w.task for w in self.workers.values() if w.task is not None]
-        for w in self.workers.values():
-            self._stop_task(w)
+        tasks += list(self._mirroring.values())
+        for task in tasks:
+            task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
 
     async def stop_all_pods(self, grace_s: float = 2.0) -> None:
@@ -200,11 +216,15 @@ class PodWorkers:
         """R6.8 in short: once sources are ready, pods only the runtime knows are killed and removed."""
         while True:
             await asyncio.sleep(period_s)
-            if self.running and self.sources_ready():
+            if not (self.running and self.sources_ready()):
+                continue
+            try:
                 await self.remove_orphans()
                 if self.mirrors is not None:
                     static = {config_hash(w.pod) for w in self.workers.values() if w.source != "api"}
                     await self.mirrors.delete_orphans(static)
+            except Exception as exc:  # the apiserver or the runtime may be away; the next round retries
+                log.warning("housekeeping failed: %s", exc)
 
     async def remove_orphans(self) -> list[str]:
         orphans = [uid for uid in self.runtime.relist(self.clock()) if uid not in self.workers]
@@ -245,6 +265,8 @@ class PodWorkers:
                 return  # forgotten
             if delay == 0:
                 continue
+            if delay is not None and delay >= ERROR_REQUEUE_S:
+                delay *= 1 + random.random() * JITTER  # so restored pods do not resync in lockstep
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(w.wake.wait(), delay)
 
@@ -256,6 +278,9 @@ class PodWorkers:
                 if self.prober is not None:
                     self.prober.remove_pod(w.uid)
                 del self.workers[w.uid]
+                if w.next_life is not None:  # the UID came back while this life ended
+                    self.workers[w.uid] = w.next_life
+                    self._launch(w.next_life)
             return None
         if w.terminating or w.wants_termination():
             return await self._terminate(w)
@@ -268,18 +293,16 @@ class PodWorkers:
             return await self._terminate(w)  # SyncPod found the pod terminal (R6.4 step 2)
         if self.prober is not None:
             self.prober.add_pod(w.pod)
-        if self.mirrors is not None and w.source != "api":
-            try:
-                await self.mirrors.ensure(w.pod)
-            except Exception as exc:  # the pod runs whether or not the apiserver can show it
-                log.warning("pod %s: mirror pod not updated: %s", w.name, exc)
+        if self.mirrors is not None and w.source != "api" and w.uid not in self._mirroring:
+            # In the background: the pod runs whether or not the apiserver is there to show it.
+            self._mirroring[w.uid] = asyncio.ensure_future(self._ensure_mirror(w))
         actions = compute_pod_actions(
             w.pod,
             snapshot,
             now,
             backoff=w.backoff,
             probe_failures=self._probe_failures(w.uid),
-            started=self._sidecars_started(w.uid),
+            started=self._sidecars_started(w.pod, snapshot),
         )
         if actions.create_sandbox:
             await self._kill_all(w.uid, snapshot, w.grace_period()[0])
@@ -315,12 +338,21 @@ class PodWorkers:
             return 0.0  # restart what was killed (back-off permitting) without waiting for the relist
         return self.resync_s if actions.wait_s is None else min(actions.wait_s, self.resync_s)
 
+    async def _ensure_mirror(self, w: WorkerState) -> None:
+        try:
+            await self.mirrors.ensure(w.pod)
+        except Exception as exc:
+            log.warning("pod %s: mirror pod not updated: %s", w.name, exc)
+        finally:
+            self._mirroring.pop(w.uid, None)
+
     async def _terminate(self, w: WorkerState) -> float | None:
         """SyncTerminatingPod then SyncTerminatedPod (R6.5, R6.6)."""
         grace, _ = w.grace_period()
         if not w.terminating or grace != w.grace_s:
-            w.terminating, w.grace_s = True, grace
+            # State changes only once the fact is acknowledged: a failed publish is retried next pass.
             await self._lifecycle(w, "terminating", grace_s=grace)
+            w.terminating, w.grace_s = True, grace
         if self.prober is not None:
             self.prober.stop_liveness_and_startup(w.uid)
         snapshot = self.runtime.pod_snapshot(w.uid, self.clock())
@@ -351,11 +383,13 @@ class PodWorkers:
         ]
         by_id = {c["id"]: c["name"] for c in (snapshot or {}).get("containers") or []}
         first = [cid for cid in running if by_id[cid] not in sidecars]
+        deadline = time.monotonic() + grace
         await asyncio.gather(*(self.runtime.stop_container(uid, cid, grace) for cid in first))
+        # Each sidecar gets what is left of the pod's grace (the runtime still allows 2 s at least).
         for name in reversed(sidecars):
             for cid in running:
                 if by_id[cid] == name:
-                    await self.runtime.stop_container(uid, cid, grace)
+                    await self.runtime.stop_container(uid, cid, max(deadline - time.monotonic(), 0.0))
 
     # ------------------------------------------------------------------ probes
 
@@ -363,11 +397,19 @@ class PodWorkers:
         """Running containers whose liveness (or startup) result is Failure, by runtime id."""
         return {} if self.prober is None else dict(self.prober.probe_failures(uid))
 
-    def _sidecars_started(self, uid: str) -> dict[str, bool]:
-        """Containers with a startup probe, and whether it has passed (the rest count as started)."""
+    def _sidecars_started(self, pod: JSONDict, snapshot: JSONDict | None) -> dict[str, bool]:
+        """Running sidecars with a startup probe, by runtime id: started only once it succeeded (no
+        result yet is not started). Containers without a startup probe count as started."""
         if self.prober is None:
             return {}
-        return {cid: result == "Success" for cid, result in self.prober.startup_results(uid).items()}
+        init = (pod.get("spec") or {}).get("initContainers") or []
+        probed = {c["name"] for c in init if status_gen.is_sidecar(c) and c.get("startupProbe")}
+        results = self.prober.startup_results(pod["metadata"]["uid"])
+        return {
+            c["id"]: results.get(c["id"]) == "Success"
+            for c in (snapshot or {}).get("containers") or []
+            if c["name"] in probed and c["state"] == "running"
+        }
 
     def _probe_grace(self, uid: str, container: str, probe: str | None) -> int | None:
         if self.prober is None or probe is None:
@@ -383,9 +425,9 @@ class PodWorkers:
         """Publish the reason cache when it (or the back-off) changed; the fold needs nothing more often."""
         if reasons == w.reasons and backoff == w.backoff:
             return
-        w.reasons, w.backoff = reasons, backoff
         results = [{"container": name, **value} for name, value in sorted(reasons.items())]
         await self._lifecycle(w, "sync_result", sync_results=results, backoff=backoff)
+        w.reasons, w.backoff = reasons, backoff
 
     async def _lifecycle(self, w: WorkerState, kind: str, **fields: Any) -> None:
         event = models.PodLifecycle(w.uid, self.node, kind, int(self.clock() * 1000), **fields)

@@ -35,13 +35,15 @@ def new_consumer(settings: Settings, **options: Any) -> AIOKafkaConsumer:
 
 
 async def read_to_end(
-    consumer: AIOKafkaConsumer, tp: TopicPartition, start: int | None = None
+    consumer: AIOKafkaConsumer, tp: TopicPartition, start: int | None = None, end: int | None = None
 ) -> AsyncIterator[ConsumerRecord]:
-    """Every message of an assigned partition from `start` (default: its beginning) up to its end as of now.
+    """Every message of an assigned partition from `start` (default: its beginning) up to `end`
+    (default: its end as of now), exclusive.
 
     A `start` older than the partition's retention begins at the oldest message still there.
     """
-    end = (await consumer.end_offsets([tp]))[tp]
+    if end is None:
+        end = (await consumer.end_offsets([tp]))[tp]
     if start is None or start >= end:
         await consumer.seek_to_beginning(tp)
     else:

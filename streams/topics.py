@@ -39,7 +39,8 @@ TOPICS: tuple[TopicSpec, ...] = (
     TopicSpec("pod-updates", "delete", 90 * DAY_MS, "pod config changes from the sources"),
     TopicSpec("pleg", "delete", 7 * DAY_MS, "PLEG events with the runtime snapshot"),
     TopicSpec("probe-results", "delete", 7 * DAY_MS, "changed probe results"),
-    TopicSpec("pod-lifecycle", "delete", 7 * DAY_MS, "pod worker facts: sync results, termination"),
+    # As long as pod-updates: a restarted node agent replays both to know which pods it finished.
+    TopicSpec("pod-lifecycle", "delete", 90 * DAY_MS, "pod worker facts: sync results, termination"),
     TopicSpec("journal", "delete", 90 * DAY_MS, "input events in the order the fold applied them"),
     TopicSpec("pod-status", "compact", -1, "latest versioned status per pod"),
     TopicSpec("pod-status-history", "delete", 90 * DAY_MS, "every status version with its cause"),
