@@ -10,6 +10,7 @@ import asyncio
 import os
 import urllib.error
 import urllib.request
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -101,12 +102,8 @@ def test_a_restarted_agent_adopts_containers_and_resumes_from_the_log(
     (manifests / "sleeper.yaml").write_text(SLEEPER)
     (manifests / "once.yaml").write_text(ONCE)
     state_dir = tmp_path / "runtime"
-    settings = Settings.from_env(
-        env={},
-        bootstrap=settings.bootstrap,
-        topic_prefix=settings.topic_prefix,
-        partitions=settings.partitions,
-        node=settings.node,
+    settings = replace(
+        settings,
         manifest_dir=str(manifests),
         api_source="false",
         relist_period_s=0.3,
@@ -232,16 +229,8 @@ def test_a_crash_looping_container_backs_off_and_the_fold_shows_why(
     manifests = tmp_path / "manifests"
     manifests.mkdir()
     (manifests / "crasher.yaml").write_text(CRASHER)
-    settings = Settings.from_env(
-        env={},
-        bootstrap=settings.bootstrap,
-        topic_prefix=settings.topic_prefix,
-        partitions=settings.partitions,
-        node=settings.node,
-        manifest_dir=str(manifests),
-        api_source="false",
-        relist_period_s=0.2,
-        runtime="sim",
+    settings = replace(
+        settings, manifest_dir=str(manifests), api_source="false", relist_period_s=0.2, runtime="sim"
     )
 
     async def run() -> None:
