@@ -23,6 +23,8 @@ JSONDict = dict[str, Any]
 
 
 class ApiserverSource:
+    name = "api"  # the pod-updates source tag
+
     def __init__(
         self,
         kube: Kube,
@@ -76,7 +78,7 @@ class ApiserverSource:
             self.current.pop(pod["metadata"]["uid"], None)
         else:
             self.current[pod["metadata"]["uid"]] = pod
-        await publish_merge(self.storage, "api", list(self.current.values()), self.node, self.publish)
+        await publish_merge(self.storage, self.name, list(self.current.values()), self.node, self.publish)
 
     def _mirror(self, kind: str, pod: JSONDict) -> None:
         if kind == "DELETED":

@@ -83,11 +83,6 @@ def build_sources(
     return sources
 
 
-def source_names(sources: list[Any]) -> set[str]:
-    names = {"ApiserverSource": "api", "FileSource": "file", "HttpSource": "http"}
-    return {names[type(s).__name__] for s in sources}
-
-
 class NodeAgent:
     """Sources, pod workers, PLEG (and prober) of one node, wired through Kafka."""
 
@@ -141,7 +136,7 @@ class NodeAgent:
         self.ready = asyncio.Event()  # set once the log is replayed and every agent runs
 
     def _sources_ready(self) -> bool:
-        return self.storage.sources_ready(source_names(self.sources))
+        return self.storage.sources_ready({source.name for source in self.sources})
 
     async def _publish_update(self, update: models.PodUpdate) -> None:
         await self.publisher.publish("pod-updates", update.uid, update, update.node)

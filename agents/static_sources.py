@@ -97,6 +97,8 @@ class _Inotify:
 class FileSource:
     """Rescans the directory on every inotify event and at least every `period_s`."""
 
+    name = "file"  # the pod-updates source tag
+
     def __init__(
         self, path: Path, node: str, publish: Publish, storage: PodStorage, period_s: float = 20.0
     ) -> None:
@@ -118,7 +120,7 @@ class FileSource:
         try:
             while True:
                 pods = await asyncio.to_thread(read_manifest_dir, self.path, self.node)
-                await publish_merge(self.storage, "file", pods, self.node, self.publish)
+                await publish_merge(self.storage, self.name, pods, self.node, self.publish)
                 await changed.get()
                 while not changed.empty():  # a burst of events is one rescan
                     changed.get_nowait()
@@ -153,6 +155,8 @@ class FileSource:
 
 class HttpSource:
     """Polls a manifest URL every `period_s` with a 10 s timeout (R1.5)."""
+
+    name = "http"  # the pod-updates source tag
 
     def __init__(
         self, url: str, node: str, publish: Publish, storage: PodStorage, period_s: float = 20.0
@@ -191,5 +195,5 @@ class HttpSource:
         while True:
             pods = await asyncio.to_thread(self.fetch)
             if pods is not None:
-                await publish_merge(self.storage, "http", pods, self.node, self.publish)
+                await publish_merge(self.storage, self.name, pods, self.node, self.publish)
             await asyncio.sleep(self.period_s)
