@@ -14,8 +14,8 @@ import logging
 from typing import Any
 
 from podledger.agents.kube import Kube, KubeError
-from podledger.agents.pod_config import HASH_ANNOTATION
-from podledger.streams.api_sync import MIRROR_ANNOTATION, is_mirror_pod
+from podledger.agents.sink.decisions import MIRROR_ANNOTATION, is_mirror_pod
+from podledger.agents.sources.pod_config import HASH_ANNOTATION
 from podledger.streams.status import json_copy
 
 __all__ = ["MirrorPods", "build_mirror_pod", "config_hash", "is_mirror_of", "mirror_action"]

@@ -20,10 +20,10 @@ from typing import Any
 from aiokafka import TopicPartition
 from podledger.agents.mirror import MirrorPods
 from podledger.agents.pleg import Pleg
-from podledger.agents.pod_config import PodStorage
-from podledger.agents.pod_worker import PodWorkers
 from podledger.agents.probe_checks import SUCCESS, CheckOutcome, run_check
 from podledger.agents.prober import Prober
+from podledger.agents.sources.pod_config import PodStorage
+from podledger.agents.worker.pod_worker import PodWorkers
 from podledger.schemas import DecodeError, decode, models
 from podledger.streams.status import json_copy
 
@@ -46,11 +46,11 @@ async def _sim_check(probe: Any, container: Any, *, host: str) -> CheckOutcome:
 def make_runtime(settings: Settings) -> Any:
     """The runtime named by PODLEDGER_RUNTIME, keeping its state under the data dir."""
     if settings.runtime == "process":
-        from podledger.agents.process_runtime import ProcessRuntime
+        from podledger.agents.runtime.process import ProcessRuntime
 
         return ProcessRuntime(Path(settings.runtime_dir()))
     if settings.runtime == "sim":
-        from podledger.agents.sim_runtime import SimRuntime
+        from podledger.agents.runtime.sim import SimRuntime
 
         return SimRuntime(seed=settings.sim_seed)
     raise UserError(f"unknown runtime {settings.runtime!r}: choose from {', '.join(RUNTIMES)}")
@@ -64,8 +64,8 @@ def build_sources(
     on_mirror: Callable[[str, dict[str, Any]], None] | None = None,
 ) -> list[Any]:
     """The configured pod sources, sharing one podStorage merge as the kubelet's sources do."""
-    from podledger.agents.apiserver_source import ApiserverSource
-    from podledger.agents.static_sources import FileSource, HttpSource
+    from podledger.agents.sources.apiserver import ApiserverSource
+    from podledger.agents.sources.static import FileSource, HttpSource
 
     sources: list[Any] = []
     if kube is not None and settings.api_source_enabled:

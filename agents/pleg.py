@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from podledger.agents.lifecycle import format_go_duration
+from podledger.agents.worker.lifecycle import format_go_duration
 
 log = logging.getLogger("podledger.pleg")
 

@@ -26,8 +26,8 @@ from urllib.parse import urljoin, urlsplit
 import aiohttp
 import grpc
 import grpc.aio
-from podledger.agents.lifecycle import format_go_duration
-from podledger.agents.process_runtime import DEFAULT_PATH, POD_IP
+from podledger.agents.runtime.process import DEFAULT_PATH, POD_IP
+from podledger.agents.worker.lifecycle import format_go_duration
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",

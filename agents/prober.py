@@ -33,7 +33,7 @@ from podledger.agents.probe_checks import (
     CheckOutcome,
     run_check,
 )
-from podledger.agents.process_runtime import POD_IP
+from podledger.agents.runtime.process import POD_IP
 from podledger.schemas import models
 from podledger.streams.status import is_sidecar
 

@@ -587,7 +587,7 @@ async def _bench_node(settings: Settings, pods: int, seconds: float) -> NodeFigu
     import random
 
     from podledger.agents.node import NodeAgent
-    from podledger.agents.sim_runtime import ANNOTATION_EXIT_CODE, ANNOTATION_RUN_SECONDS, SimRuntime
+    from podledger.agents.runtime.sim import ANNOTATION_EXIT_CODE, ANNOTATION_RUN_SECONDS, SimRuntime
     from podledger.kafka import Publisher
 
     rng = random.Random(7)

@@ -236,8 +236,8 @@ def run_pipeline(
 
     from podledger.agents.kube import Kube
     from podledger.agents.node import NodeAgent, build_sources, make_runtime
-    from podledger.agents.pod_config import PodStorage
-    from podledger.agents.sink import Sink
+    from podledger.agents.sink.writer import Sink
+    from podledger.agents.sources.pod_config import PodStorage
     from podledger.streams.app import Pipeline
 
     _require_bootstrap(settings)

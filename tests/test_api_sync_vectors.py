@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 import pytest
-from podledger.streams import api_sync
+from podledger.agents.sink import decisions as api_sync
 
 NOW = "2026-01-01T10:00:00Z"
 EARLIER = "2025-12-31T09:00:00Z"

@@ -17,8 +17,8 @@ from typing import Any
 import orjson
 import pytest
 from podledger.agents.node import NodeAgent
-from podledger.agents.process_runtime import ProcessRuntime
-from podledger.agents.sim_runtime import SimRuntime
+from podledger.agents.runtime.process import ProcessRuntime
+from podledger.agents.runtime.sim import SimRuntime
 from podledger.schemas import decode
 from podledger.streams.replay import replay
 from podledger.streams.topics import ensure_topics

@@ -7,7 +7,7 @@ import asyncio
 from typing import Any
 
 from podledger.agents.pleg import CONTAINER_DIED, CONTAINER_STARTED, Pleg
-from podledger.agents.sim_runtime import ANNOTATION_EXIT_CODE, ANNOTATION_RUN_SECONDS, SimRuntime
+from podledger.agents.runtime.sim import ANNOTATION_EXIT_CODE, ANNOTATION_RUN_SECONDS, SimRuntime
 from podledger.schemas import decode, encode
 
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from podledger.agents.pod_actions import (
+from podledger.agents.runtime.base import ContainerRecord
+from podledger.agents.worker.actions import (
     backoff_active,
     backoff_next,
     compute_pod_actions,
     phase_from_runtime,
 )
-from podledger.agents.runtime import ContainerRecord
 
 NOW = 1_700_000_000.0
 

@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 import pytest
-from podledger.agents.pod_config import (
+from podledger.agents.sources.pod_config import (
     HASH_ANNOTATION,
     MIRROR_ANNOTATION,
     SEEN_ANNOTATION,

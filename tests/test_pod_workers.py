@@ -10,10 +10,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from podledger.agents.apiserver_source import ApiserverSource
-from podledger.agents.pod_config import PodStorage
-from podledger.agents.pod_worker import PodWorkers
-from podledger.agents.sim_runtime import SimRuntime
+from podledger.agents.runtime.sim import SimRuntime
+from podledger.agents.sources.apiserver import ApiserverSource
+from podledger.agents.sources.pod_config import PodStorage
+from podledger.agents.worker.pod_worker import PodWorkers
 from podledger.schemas import models
 
 

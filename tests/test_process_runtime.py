@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from podledger.agents.process_runtime import ProcessRuntime
-from podledger.agents.runtime import Runtime
+from podledger.agents.runtime.base import Runtime
+from podledger.agents.runtime.process import ProcessRuntime
 
 from podledger import schemas
 
@@ -270,7 +270,7 @@ def test_adoption_across_processes_polls_proc(h: Harness) -> None:
     """The realistic case: the runtime that started the container ran in another (now gone) process."""
     code = (
         "import asyncio, sys; from pathlib import Path\n"
-        "from podledger.agents.process_runtime import ProcessRuntime\n"
+        "from podledger.agents.runtime.process import ProcessRuntime\n"
         "rt = ProcessRuntime(Path(sys.argv[1]))\n"
         f"pod = {POD!r}\n"
         "asyncio.run(rt.create_sandbox(pod))\n"

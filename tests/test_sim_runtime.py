@@ -11,8 +11,8 @@ from typing import Any, TypeVar
 
 import pytest
 from podledger.agents.pleg import CONTAINER_DIED, CONTAINER_STARTED, PlegEvent, relist_events
-from podledger.agents.runtime import Runtime, rfc3339
-from podledger.agents.sim_runtime import (
+from podledger.agents.runtime.base import Runtime, rfc3339
+from podledger.agents.runtime.sim import (
     ANNOTATION_EXIT_CODE,
     ANNOTATION_RUN_SECONDS,
     ANNOTATION_START_DELAY,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from podledger.agents.sink import Sink, mirror_matches
+from podledger.agents.sink.writer import Sink, mirror_matches
 from podledger.schemas import models
 
 from podledger.config import Settings

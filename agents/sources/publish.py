@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
-from podledger.agents.pod_config import PodStorage
+from podledger.agents.sources.pod_config import PodStorage
 from podledger.schemas.models import PodUpdate
 from podledger.streams.status import rfc3339
 

@@ -35,8 +35,8 @@ from typing import Any
 import orjson
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from podledger.agents.kube import Kube, KubeError
+from podledger.agents.sink import decisions as api_sync
 from podledger.schemas import DecodeError, decode, models
-from podledger.streams import api_sync
 from podledger.streams.status import rfc3339
 
 from podledger.config import Settings

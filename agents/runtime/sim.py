@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from podledger.agents.runtime import ContainerRecord, exit_reason
+from podledger.agents.runtime.base import ContainerRecord, exit_reason
 
 __all__ = [
     "ANNOTATION_EXIT_CODE",

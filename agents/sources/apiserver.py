@@ -14,9 +14,9 @@ from collections.abc import Callable
 from typing import Any
 
 from podledger.agents.kube import Kube
-from podledger.agents.pod_config import PodStorage
-from podledger.agents.sources import Publish, publish_merge
-from podledger.streams.api_sync import is_mirror_pod
+from podledger.agents.sink.decisions import is_mirror_pod
+from podledger.agents.sources.pod_config import PodStorage
+from podledger.agents.sources.publish import Publish, publish_merge
 
 log = logging.getLogger("podledger.source.api")
 JSONDict = dict[str, Any]

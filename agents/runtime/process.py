@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from podledger.agents.runtime import ContainerRecord, exit_reason
+from podledger.agents.runtime.base import ContainerRecord, exit_reason
 
 __all__ = ["DEFAULT_PATH", "MIN_GRACE_S", "POD_IP", "START_ERROR_EXIT_CODE", "ProcessRuntime"]
 

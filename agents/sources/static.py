@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from podledger.agents.pod_config import PodStorage, apply_static_defaults
-from podledger.agents.sources import Publish, publish_merge
+from podledger.agents.sources.pod_config import PodStorage, apply_static_defaults
+from podledger.agents.sources.publish import Publish, publish_merge
 
 log = logging.getLogger("podledger.source.static")
 JSONDict = dict[str, Any]

@@ -21,15 +21,15 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from podledger.agents.lifecycle import effective_grace_period, liveness_kill_grace
 from podledger.agents.mirror import config_hash
-from podledger.agents.pod_actions import (
+from podledger.agents.worker.actions import (
     TERMINAL_PHASES,
     compute_pod_actions,
     latest_by_name,
     phase_from_runtime,
     running_container_ids,
 )
+from podledger.agents.worker.lifecycle import effective_grace_period, liveness_kill_grace
 from podledger.schemas import models
 from podledger.streams import status as status_gen
 

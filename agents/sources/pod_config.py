@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from podledger.streams.api_sync import MIRROR_ANNOTATION
+from podledger.agents.sink.decisions import MIRROR_ANNOTATION
 
 JSONDict = dict[str, Any]
 

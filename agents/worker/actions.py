@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from podledger.agents.lifecycle import BACKOFF_BASE_S, BACKOFF_CAP_S, crash_loop_message
+from podledger.agents.worker.lifecycle import BACKOFF_BASE_S, BACKOFF_CAP_S, crash_loop_message
 from podledger.streams import status as status_gen
 
 __all__ = [
