@@ -23,10 +23,10 @@ from kubernetes.config.config_exception import ConfigException
 from urllib3.exceptions import HTTPError as Urllib3HTTPError
 
 from podledger.errors import UserError
+from podledger.types import JSONDict
 
 log = logging.getLogger("podledger.kube")
 
-JSONDict = dict[str, Any]
 STRATEGIC_MERGE = "application/strategic-merge-patch+json"
 
 

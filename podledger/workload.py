@@ -15,8 +15,7 @@ from typing import Any
 
 from podledger.schemas import models
 from podledger.streams.status import rfc3339
-
-JSONDict = dict[str, Any]
+from podledger.types import JSONDict, Topic
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +101,7 @@ class PodLife:
             runtime = self._runtime(ts, "running")
             cid = runtime["containers"][0]["id"]
             return IngressEvent(
-                "pleg",
+                Topic.PLEG,
                 self.uid,
                 self.node,
                 models.PlegEvent(self.uid, self.node, "ContainerStarted", cid, runtime, ts),
@@ -111,16 +110,16 @@ class PodLife:
         if phase == 1:
             cid = f"sim://{self.uid[:8]}-app-{self.restarts}"
             probe = models.ProbeResult(self.uid, self.node, "app", cid, "readiness", "Success", ts)
-            return IngressEvent("probe-results", self.uid, self.node, probe, ts)
+            return IngressEvent(Topic.PROBE_RESULTS, self.uid, self.node, probe, ts)
         if phase == 2:
             cid = f"sim://{self.uid[:8]}-app-{self.restarts}"
             probe = models.ProbeResult(self.uid, self.node, "app", cid, "readiness", "Failure", ts)
-            return IngressEvent("probe-results", self.uid, self.node, probe, ts)
+            return IngressEvent(Topic.PROBE_RESULTS, self.uid, self.node, probe, ts)
         if phase == 3:
             runtime = self._runtime(ts, "exited", exit_code=self.rng.choice((1, 2, 137)))
             cid = runtime["containers"][0]["id"]
             return IngressEvent(
-                "pleg",
+                Topic.PLEG,
                 self.uid,
                 self.node,
                 models.PlegEvent(self.uid, self.node, "ContainerDied", cid, runtime, ts),
@@ -135,11 +134,11 @@ class PodLife:
             f" pod={self.name}_default({self.uid})",
         }
         lifecycle = models.PodLifecycle(self.uid, self.node, "sync_result", ts, [result])
-        return IngressEvent("pod-lifecycle", self.uid, self.node, lifecycle, ts)
+        return IngressEvent(Topic.POD_LIFECYCLE, self.uid, self.node, lifecycle, ts)
 
     def _update(self, op: str, ts: int) -> IngressEvent:
         update = models.PodUpdate(op, "api", self.node, self.pod, ts)
-        return IngressEvent("pod-updates", self.uid, self.node, update, ts)
+        return IngressEvent(Topic.POD_UPDATES, self.uid, self.node, update, ts)
 
     def remove(self, ts: int) -> IngressEvent:
         return self._update("REMOVE", ts)

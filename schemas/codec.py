@@ -16,22 +16,24 @@ import fastjsonschema
 import orjson
 from podledger.schemas import models
 
+from podledger.types import Topic
+
 SCHEMA_VERSION = 1
 
 # The logical (unprefixed) topic name decides the schema and the model.
 MODELS: dict[str, type[Any]] = {
-    "pod-updates": models.PodUpdate,
-    "pleg": models.PlegEvent,
-    "probe-results": models.ProbeResult,
-    "pod-lifecycle": models.PodLifecycle,
-    "journal": models.JournalEntry,
-    "pod-status": models.VersionedPodStatus,
-    "pod-status-history": models.VersionedPodStatus,
-    "pod-deletions": models.PodDeletion,
-    "dead-letter": models.DeadLetter,
+    Topic.POD_UPDATES: models.PodUpdate,
+    Topic.PLEG: models.PlegEvent,
+    Topic.PROBE_RESULTS: models.ProbeResult,
+    Topic.POD_LIFECYCLE: models.PodLifecycle,
+    Topic.JOURNAL: models.JournalEntry,
+    Topic.POD_STATUS: models.VersionedPodStatus,
+    Topic.POD_STATUS_HISTORY: models.VersionedPodStatus,
+    Topic.POD_DELETIONS: models.PodDeletion,
+    Topic.DEAD_LETTER: models.DeadLetter,
 }
 # pod-status-history carries the same value as pod-status, one message per version.
-_SCHEMA_FILE = {name: name for name in MODELS} | {"pod-status-history": "pod-status"}
+_SCHEMA_FILE = {name: name for name in MODELS} | {Topic.POD_STATUS_HISTORY: Topic.POD_STATUS}
 
 # Fields holding a nested model rather than plain JSON.
 _NESTED: dict[type[Any], dict[str, type[Any]]] = {models.VersionedPodStatus: {"cause": models.Cause}}

@@ -8,9 +8,8 @@ the envelope, never the Kubernetes objects inside it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
-JSONDict = dict[str, Any]
+from podledger.types import JSONDict
 
 POD_UPDATE_OPS = ("ADD", "UPDATE", "DELETE", "REMOVE", "RECONCILE")
 POD_SOURCES = ("file", "http", "api")

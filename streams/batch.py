@@ -27,7 +27,8 @@ from typing import Any
 from podledger.schemas import from_dict, models
 from podledger.streams.fold import Coordinates, HoldLimits, Output, decode_input, expire_held, fold_event
 
-JSONDict = dict[str, Any]
+from podledger.types import JSONDict, Topic
+
 MARKER_PREFIX = b"\x00journal:"  # table keys of the per-partition journal markers; no UID starts so
 
 
@@ -91,12 +92,12 @@ class BatchFold:
         if record is not before:
             self.batch.changed[key] = (partition, record)
         for out in outputs:
-            if out.topic == "journal":
+            if out.topic == Topic.JOURNAL:
                 if journal:
                     self.batch.journal.append((partition, out))
             else:
                 self.batch.outputs.append((partition, out))
-        if at.topic == "pod-updates":  # held events expire by what pod-updates has shown
+        if at.topic == Topic.POD_UPDATES:  # held events expire by what pod-updates has shown
             self.batch.newest[partition] = max(self.batch.newest.get(partition, 0), at.ts_ms)
 
     def expire_held(self, keys: set[bytes]) -> None:

@@ -27,7 +27,7 @@ from podledger.schemas import DecodeError, decode, encode, from_dict, models, to
 from podledger.streams import status as status_gen
 from podledger.streams import status_manager
 
-JSONDict = dict[str, Any]
+from podledger.types import JSONDict, Topic
 
 
 @dataclass(slots=True)
@@ -51,11 +51,11 @@ class Coordinates:
 
 def event_type(topic: str, event: Any) -> str:
     """`<topic>:<what happened>`, the cause recorded on the journal and on each version."""
-    if topic == "pod-updates":
+    if topic == Topic.POD_UPDATES:
         return f"{topic}:{event.op}"
-    if topic == "pleg":
+    if topic == Topic.PLEG:
         return f"{topic}:{event.type}"
-    if topic == "probe-results":
+    if topic == Topic.PROBE_RESULTS:
         return f"{topic}:{event.probe}={event.result}"
     return f"{topic}:{event.kind}"
 
@@ -107,7 +107,7 @@ def fold_event(
     """Apply one decoded input event to the pod's record."""
     if record is not None and record["applied"].get(at.topic, -1) >= at.offset:
         return record, []  # already applied (or held): a redelivery after a crash, or a replay
-    if at.topic != "pod-updates" and (record is None or record.get("pod") is None):
+    if at.topic != Topic.POD_UPDATES and (record is None or record.get("pod") is None):
         return _hold(record, at, event, limits)
     if record is not None and record.get("pod") is None:
         # The announcement of a pod whose events were held: apply it, then them, in order.
@@ -163,24 +163,26 @@ def _apply(
     uid = event.uid
     kind = event_type(at.topic, event)
     journal = Output(
-        "journal", uid, models.JournalEntry(kind, at.topic, at.partition, at.offset, at.ts_ms, to_dict(event))
+        Topic.JOURNAL,
+        uid,
+        models.JournalEntry(kind, at.topic, at.partition, at.offset, at.ts_ms, to_dict(event)),
     )
-    if at.topic == "pod-updates" and event.op == "REMOVE":
+    if at.topic == Topic.POD_UPDATES and event.op == "REMOVE":
         # The pod left the node's config: compacted topics forget it.
-        return None, [journal, Output("pod-status", uid, None)]
+        return None, [journal, Output(Topic.POD_STATUS, uid, None)]
 
     record = dict(new_record(event) if record is None else record)
     merged = {**applied, **record["applied"]}
     record["applied"] = {**merged, at.topic: max(merged.get(at.topic, -1), at.offset)}
     terminate = False
-    if at.topic == "pod-updates":
+    if at.topic == Topic.POD_UPDATES:
         record["pod"] = event.pod
-    elif at.topic == "pleg":
+    elif at.topic == Topic.PLEG:
         # Snapshots only move forward: a relist folded after the worker's terminated fact (topics are
         # read independently) must not bring back containers the terminated snapshot shows stopped.
         if event.ts_ms >= record.get("runtime_ts", 0):
             record["runtime"], record["runtime_ts"] = event.runtime, event.ts_ms
-    elif at.topic == "probe-results":
+    elif at.topic == Topic.PROBE_RESULTS:
         # Results belong to a container *instance* (its id), as in the kubelet's results managers;
         # only the two newest instances of a container are kept (the current and the one before).
         by_id = dict(record["probes"].get(event.container_name) or {})
@@ -263,7 +265,10 @@ def _publish_version(record: JSONDict, kind: str, at: Coordinates) -> list[Outpu
         cause=models.Cause(kind, at.topic, at.partition, at.offset, at.ts_ms),
         ts_ms=at.ts_ms,
     )
-    return [Output("pod-status", record["uid"], value), Output("pod-status-history", record["uid"], value)]
+    return [
+        Output(Topic.POD_STATUS, record["uid"], value),
+        Output(Topic.POD_STATUS_HISTORY, record["uid"], value),
+    ]
 
 
 def dead_letter(reason: str, detail: str, at: Coordinates, key: bytes | None, value: bytes | None) -> Output:
@@ -278,7 +283,7 @@ def dead_letter(reason: str, detail: str, at: Coordinates, key: bytes | None, va
         value_b64=None if value is None else base64.b64encode(value).decode(),
         ts_ms=at.ts_ms,
     )
-    return Output("dead-letter", key.decode(errors="replace") if key else "", letter)
+    return Output(Topic.DEAD_LETTER, key.decode(errors="replace") if key else "", letter)
 
 
 def decode_input(topic: str, at: Coordinates, key: bytes | None, value: bytes | None, max_bytes: int) -> Any:

@@ -24,21 +24,21 @@ from podledger.streams.fold import (
     expire_held,
 )
 
-JSONDict = dict[str, Any]
+from podledger.types import JSONDict, Topic
 
 # Fields that tell the ingress topics apart, checked in order: each is required by its topic's schema,
 # and none appears in a topic checked after it ("runtime" is optional in pod-lifecycle, so "kind" first).
 _INGRESS_MARKERS = (
-    ("pod", "pod-updates"),
-    ("kind", "pod-lifecycle"),
-    ("probe", "probe-results"),
-    ("runtime", "pleg"),
+    ("pod", Topic.POD_UPDATES),
+    ("kind", Topic.POD_LIFECYCLE),
+    ("probe", Topic.PROBE_RESULTS),
+    ("runtime", Topic.PLEG),
 )
 
 
 def infer_topic(value: JSONDict) -> str | None:
     if "event" in value and "topic" in value and "offset" in value:
-        return "journal"
+        return Topic.JOURNAL
     return next((topic for marker, topic in _INGRESS_MARKERS if marker in value), None)
 
 
@@ -67,8 +67,8 @@ def parse_line(line_no: int, line: bytes | str) -> tuple[Coordinates, Any] | Out
             "schema", f"line {line_no}: neither a journal entry nor an ingress event", at, None, raw
         )
     try:
-        if topic == "journal":
-            entry = from_dict("journal", value)
+        if topic == Topic.JOURNAL:
+            entry = from_dict(Topic.JOURNAL, value)
             return Coordinates(entry.topic, entry.partition, entry.offset, entry.ts_ms), from_dict(
                 entry.topic, entry.event
             )
@@ -108,8 +108,8 @@ def replay(
                 records[key] = record
                 stats.pods.add(key.decode())
         for _, out in fold.batch.journal + fold.batch.outputs:
-            stats.versions += out.topic == "pod-status-history"
-            stats.rejected += out.topic == "dead-letter"
+            stats.versions += out.topic == Topic.POD_STATUS_HISTORY
+            stats.rejected += out.topic == Topic.DEAD_LETTER
             yield out
     # The input is over: events still waiting for their pod will never see it.
     for key in waiting:

@@ -16,15 +16,15 @@ from aiokafka import AIOKafkaProducer, TopicPartition
 
 from podledger.config import Settings
 from podledger.kafka import new_consumer, read_to_end
+from podledger.types import JSONDict, Topic
 
 log = logging.getLogger("podledger.fold")
-JSONDict = dict[str, Any]
 
 
 class FoldState:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.topic = settings.topic("fold-state")
+        self.topic = settings.topic(Topic.FOLD_STATE)
         self.data: dict[bytes, JSONDict] = {}
         self._keys: dict[int, set[bytes]] = {}  # partition -> keys it holds
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-JSONDict = dict[str, Any]
+from podledger.types import TERMINAL_PHASES, JSONDict
 
 # Conditions the kubelet owns (spec R4.3); everything else in the API status belongs to others.
 KUBELET_OWNED_CONDITIONS = frozenset(
@@ -30,7 +30,6 @@ KUBELET_OWNED_CONDITIONS = frozenset(
 )
 # Owned by the kubelet and other controllers alike.
 SHARED_CONDITIONS = frozenset({"DisruptionTarget"})
-TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 CONTAINER_CREATING = "ContainerCreating"
 POD_INITIALIZING = "PodInitializing"

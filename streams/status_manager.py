@@ -17,7 +17,6 @@ from podledger.streams.status import (
     KUBELET_OWNED_CONDITIONS,
     SHARED_CONDITIONS,
     STATUS_UNKNOWN_REASON,
-    TERMINAL_PHASES,
     UNKNOWN_EXIT_CODE,
     is_sidecar,
     is_static,
@@ -27,7 +26,7 @@ from podledger.streams.status import (
     state_of,
 )
 
-JSONDict = dict[str, Any]
+from podledger.types import TERMINAL_PHASES, JSONDict
 
 # Conditions whose lastTransitionTime the status manager maintains (spec R5.2 step 3).
 TRANSITION_TIMED = KUBELET_OWNED_CONDITIONS | SHARED_CONDITIONS | {"PodHasNetwork"}

@@ -13,6 +13,7 @@ from aiokafka.errors import KafkaConnectionError, KafkaError
 
 from podledger.config import Settings
 from podledger.errors import UserError
+from podledger.types import Topic
 
 DAY_MS = 86_400_000
 TOPIC_ALREADY_EXISTS = 36  # Kafka protocol error code
@@ -36,24 +37,24 @@ class TopicSpec:
 # "Long retention" (pod-updates, journal, history) is 90 days: the audit window. Transient
 # channels keep a week, enough to replay after an outage of the consumers.
 TOPICS: tuple[TopicSpec, ...] = (
-    TopicSpec("pod-updates", "delete", 90 * DAY_MS, "pod config changes from the sources"),
-    TopicSpec("pleg", "delete", 7 * DAY_MS, "PLEG events with the runtime snapshot"),
-    TopicSpec("probe-results", "delete", 7 * DAY_MS, "changed probe results"),
+    TopicSpec(Topic.POD_UPDATES, "delete", 90 * DAY_MS, "pod config changes from the sources"),
+    TopicSpec(Topic.PLEG, "delete", 7 * DAY_MS, "PLEG events with the runtime snapshot"),
+    TopicSpec(Topic.PROBE_RESULTS, "delete", 7 * DAY_MS, "changed probe results"),
     # As long as pod-updates: a restarted node agent replays both to know which pods it finished.
-    TopicSpec("pod-lifecycle", "delete", 90 * DAY_MS, "pod worker facts: sync results, termination"),
-    TopicSpec("journal", "delete", 90 * DAY_MS, "input events in the order the fold applied them"),
-    TopicSpec("pod-status", "compact", -1, "latest versioned status per pod"),
-    TopicSpec("pod-status-history", "delete", 90 * DAY_MS, "every status version with its cause"),
-    TopicSpec("pod-deletions", "delete", 7 * DAY_MS, "pods the sink deleted from the apiserver"),
-    TopicSpec("dead-letter", "delete", 30 * DAY_MS, "rejected input with reason and coordinates"),
+    TopicSpec(Topic.POD_LIFECYCLE, "delete", 90 * DAY_MS, "pod worker facts: sync results, termination"),
+    TopicSpec(Topic.JOURNAL, "delete", 90 * DAY_MS, "input events in the order the fold applied them"),
+    TopicSpec(Topic.POD_STATUS, "compact", -1, "latest versioned status per pod"),
+    TopicSpec(Topic.POD_STATUS_HISTORY, "delete", 90 * DAY_MS, "every status version with its cause"),
+    TopicSpec(Topic.POD_DELETIONS, "delete", 7 * DAY_MS, "pods the sink deleted from the apiserver"),
+    TopicSpec(Topic.DEAD_LETTER, "delete", 30 * DAY_MS, "rejected input with reason and coordinates"),
 )
 # Topics only podledger reads: their values are no public contract.
 INTERNAL_TOPICS: tuple[TopicSpec, ...] = (
-    TopicSpec("fold-state", "compact", -1, "the fold's pod records and journal markers (its changelog)"),
-    TopicSpec("sink-state", "compact", -1, "the last version the sink wrote, per API pod"),
+    TopicSpec(Topic.FOLD_STATE, "compact", -1, "the fold's pod records and journal markers (its changelog)"),
+    TopicSpec(Topic.SINK_STATE, "compact", -1, "the last version the sink wrote, per API pod"),
 )
 ALL_TOPICS = TOPICS + INTERNAL_TOPICS
-INGRESS = ("pod-updates", "pleg", "probe-results", "pod-lifecycle")
+INGRESS = (Topic.POD_UPDATES, Topic.PLEG, Topic.PROBE_RESULTS, Topic.POD_LIFECYCLE)
 
 
 @dataclass(frozen=True, slots=True)

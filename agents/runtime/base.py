@@ -7,13 +7,14 @@ runtime snapshot documented in streams/status.py, so the fold never needs to kno
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from podledger.streams.status import rfc3339
 
+from podledger.types import JSONDict
+
 __all__ = ["CONTAINER_STATES", "ContainerRecord", "Runtime", "exit_reason", "rfc3339"]
 
-JSONDict = dict[str, Any]
 
 # The runtime container states the snapshot format allows (pleg.v1 schema).
 CONTAINER_STATES = frozenset({"created", "running", "exited", "unknown"})

@@ -26,9 +26,10 @@ from typing import Any
 
 from podledger.agents.runtime.base import ContainerRecord, exit_reason
 
+from podledger.types import JSONDict
+
 __all__ = ["DEFAULT_PATH", "MIN_GRACE_S", "POD_IP", "START_ERROR_EXIT_CODE", "ProcessRuntime"]
 
-JSONDict = dict[str, Any]
 
 POD_IP = "127.0.0.1"  # processes share the host network, so every pod is reachable on loopback
 MIN_GRACE_S = 2.0  # stop_container never waits less, so a SIGTERM handler always gets a moment to run

@@ -16,9 +16,10 @@ import math
 import random
 import time
 from collections.abc import Callable
-from typing import Any
 
 from podledger.agents.runtime.base import ContainerRecord, exit_reason
+
+from podledger.types import JSONDict
 
 __all__ = [
     "ANNOTATION_EXIT_CODE",
@@ -31,7 +32,6 @@ __all__ = [
     "SimRuntime",
 ]
 
-JSONDict = dict[str, Any]
 
 ANNOTATION_START_DELAY = "sim.podledger.io/start-delay"
 ANNOTATION_RUN_SECONDS = "sim.podledger.io/run-seconds"

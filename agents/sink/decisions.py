@@ -27,7 +27,6 @@ from podledger.streams.status import (
     POD_COMPLETED,
     POD_FAILED,
     SHARED_CONDITIONS,
-    TERMINAL_PHASES,
     condition,
     json_copy,
     replace_or_append_condition,
@@ -41,7 +40,7 @@ from podledger.streams.status_manager import (
     update_last_transition_times,
 )
 
-JSONDict = dict[str, Any]
+from podledger.types import TERMINAL_PHASES, JSONDict
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"  # kubetypes.ConfigMirrorAnnotationKey
 DISRUPTION_TARGET = "DisruptionTarget"

@@ -41,9 +41,9 @@ from podledger.streams.status import rfc3339
 
 from podledger.config import Settings
 from podledger.kafka import new_consumer, read_to_end
+from podledger.types import JSONDict, SinkOutcome, Topic
 
 log = logging.getLogger("podledger.sink")
-JSONDict = dict[str, Any]
 
 RETRY_FIRST_S = 0.5
 RETRY_MAX_S = 30.0
@@ -214,7 +214,7 @@ class Sink:
                 )
                 self._schedule(uid, delay)
                 continue
-            if outcome == "no-mirror":
+            if outcome == SinkOutcome.NO_MIRROR:
                 # A static pod is written only through its mirror (R5.8); the node agent creates it.
                 entry.failures += 1
                 self._schedule(uid, min(RETRY_FIRST_S * 2 ** (entry.failures - 1), RETRY_MAX_S))
@@ -223,35 +223,39 @@ class Sink:
             await self._after_sync(uid, entry, vs, outcome, api_uid)
 
     async def _after_sync(
-        self, uid: str, entry: PodEntry, vs: models.VersionedPodStatus, outcome: str, api_uid: str | None
+        self,
+        uid: str,
+        entry: PodEntry,
+        vs: models.VersionedPodStatus,
+        outcome: SinkOutcome,
+        api_uid: str | None,
     ) -> None:
-        if outcome in ("patched", "unchanged", "deleted"):
+        if outcome in (SinkOutcome.PATCHED, SinkOutcome.UNCHANGED, SinkOutcome.DELETED):
             if api_uid != entry.api_uid:
                 entry.written, entry.api_uid = 0, api_uid  # a new mirror pod: nothing written to it yet
             entry.written = max(entry.written, vs.version)
             state = {"version": entry.written, "api_uid": api_uid}
-            await self.publish("sink-state", uid, state, vs.node)
-        if outcome == "deleted":
+            await self.publish(Topic.SINK_STATE, uid, state, vs.node)
+        if outcome == SinkOutcome.DELETED:
             deletion = models.PodDeletion(
                 vs.uid, vs.namespace, vs.name, vs.node, vs.version, int(time.time() * 1000)
             )
-            await self.publish("pod-deletions", vs.uid, deletion, vs.node)
-            await self.publish("sink-state", uid, None, vs.node)
+            await self.publish(Topic.POD_DELETIONS, vs.uid, deletion, vs.node)
+            await self.publish(Topic.SINK_STATE, uid, None, vs.node)
             self.pods.pop(uid, None)
-        elif outcome == "recreated":
+        elif outcome == SinkOutcome.RECREATED:
             self.pods.pop(uid, None)  # the status belongs to a pod that no longer exists
         if uid in self.pods and entry.desired.version > entry.written:
             self._schedule(uid, 0.0)  # a newer version arrived while we wrote
 
     # ------------------------------------------------------------------ syncPod (in a thread)
 
-    def _sync_pod(self, uid: str, vs: models.VersionedPodStatus) -> tuple[str, str | None]:
-        """One syncPod: ('missing' | 'no-mirror' | 'recreated' | 'unchanged' | 'patched' | 'deleted',
-        the UID of the API pod written to)."""
+    def _sync_pod(self, uid: str, vs: models.VersionedPodStatus) -> tuple[SinkOutcome, str | None]:
+        """One syncPod: what it did, and the UID of the API pod written to."""
         if self.cache is not None:
             cached = self.cache.get(vs.namespace, vs.name)
             if cached is None:
-                return ("no-mirror" if vs.static else "missing"), None
+                return (SinkOutcome.NO_MIRROR if vs.static else SinkOutcome.MISSING), None
             api_pod = cached
         else:
             self.stats["gets"] += 1
@@ -259,11 +263,11 @@ class Sink:
                 api_pod = self.kube.get_pod(vs.namespace, vs.name)
             except KubeError as exc:
                 if exc.not_found:
-                    return ("no-mirror" if vs.static else "missing"), None
+                    return (SinkOutcome.NO_MIRROR if vs.static else SinkOutcome.MISSING), None
                 raise
         if vs.static:
             if not mirror_matches(api_pod, vs):
-                return "no-mirror", None
+                return SinkOutcome.NO_MIRROR, None
             uid = api_pod["metadata"]["uid"]  # the status UID: the mirror's (R5.8)
         now = rfc3339(time.time())
         fields = {
@@ -275,15 +279,15 @@ class Sink:
         if decision.action == "drop-recreated":
             self.stats["dropped"] += 1
             log.info("%s/%s was recreated; dropping the status of %s", vs.namespace, vs.name, uid)
-            return "recreated", uid
+            return SinkOutcome.RECREATED, uid
         if decision.action == "unchanged":
             self.stats["unchanged"] += 1
-            outcome = "unchanged"
+            outcome = SinkOutcome.UNCHANGED
         else:
             assert decision.patch is not None
             api_pod = self.kube.patch_pod_status(vs.namespace, vs.name, decision.patch)
             self.stats["patches"] += 1
-            outcome = "patched"
+            outcome = SinkOutcome.PATCHED
         is_mirror = vs.static or api_sync.is_mirror_pod(api_pod)
         if api_sync.can_be_deleted(api_pod, vs.finished, is_mirror):
             try:
@@ -293,7 +297,7 @@ class Sink:
                     log.warning("delete %s/%s failed: %s", vs.namespace, vs.name, exc)
                     return outcome, uid
             self.stats["deletes"] += 1
-            return "deleted", uid
+            return SinkOutcome.DELETED, uid
         return outcome, uid
 
     # ------------------------------------------------------------------ reconcile
@@ -349,7 +353,7 @@ class Sink:
         consumer = new_consumer(self.settings)
         await consumer.start()
         try:
-            topic = self.settings.topic("sink-state")
+            topic = self.settings.topic(Topic.SINK_STATE)
             tps = [TopicPartition(topic, p) for p in range(self.settings.partitions)]
             consumer.assign(tps)
             for tp in tps:
@@ -372,7 +376,7 @@ class Sink:
             auto_offset_reset="earliest",
             **self.settings.kafka_client_options(),
         )
-        consumer.subscribe([self.settings.topic("pod-status")], listener=_FromTheStart(consumer))
+        consumer.subscribe([self.settings.topic(Topic.POD_STATUS)], listener=_FromTheStart(consumer))
         await consumer.start()
         try:
             async for message in consumer:
@@ -380,7 +384,7 @@ class Sink:
                     self.forget(message.key.decode())
                     continue
                 try:
-                    self.offer(decode("pod-status", message.value))
+                    self.offer(decode(Topic.POD_STATUS, message.value))
                 except DecodeError as exc:
                     log.warning("skipping an undecodable pod-status value at %s: %s", message.offset, exc)
         finally:

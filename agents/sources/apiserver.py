@@ -18,8 +18,9 @@ from podledger.agents.sink.decisions import is_mirror_pod
 from podledger.agents.sources.pod_config import PodStorage
 from podledger.agents.sources.publish import Publish, publish_merge
 
+from podledger.types import JSONDict
+
 log = logging.getLogger("podledger.source.api")
-JSONDict = dict[str, Any]
 
 
 class ApiserverSource:

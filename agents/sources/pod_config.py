@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 from podledger.agents.sink.decisions import MIRROR_ANNOTATION
 
-JSONDict = dict[str, Any]
+from podledger.types import JSONDict
 
 SET = "SET"
 ADD = "ADD"

@@ -6,15 +6,15 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 import orjson
 from podledger.agents.sources.pod_config import PodStorage
 from podledger.schemas.models import PodUpdate
 from podledger.streams.status import rfc3339
 
+from podledger.types import JSONDict
+
 log = logging.getLogger("podledger.source")
-JSONDict = dict[str, Any]
 Publish = Callable[[PodUpdate], Awaitable[None]]
 
 

@@ -17,14 +17,14 @@ import threading
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Any
 
 import yaml
 from podledger.agents.sources.pod_config import PodStorage, apply_static_defaults
 from podledger.agents.sources.publish import Publish, publish_merge
 
+from podledger.types import JSONDict
+
 log = logging.getLogger("podledger.source.static")
-JSONDict = dict[str, Any]
 
 
 def parse_manifest(text: str | bytes) -> list[JSONDict]:

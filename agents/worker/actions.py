@@ -15,13 +15,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from podledger.agents.worker.lifecycle import BACKOFF_BASE_S, BACKOFF_CAP_S, crash_loop_message
 from podledger.streams import status as status_gen
 
+from podledger.types import JSONDict
+
 __all__ = [
-    "TERMINAL_PHASES",
     "KillAction",
     "PodActions",
     "backoff_active",
@@ -31,9 +31,6 @@ __all__ = [
     "phase_from_runtime",
     "running_container_ids",
 ]
-
-JSONDict = dict[str, Any]
-TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 
 @dataclass(slots=True)

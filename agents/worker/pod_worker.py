@@ -23,7 +23,6 @@ from typing import Any
 
 from podledger.agents.mirror import config_hash
 from podledger.agents.worker.actions import (
-    TERMINAL_PHASES,
     compute_pod_actions,
     latest_by_name,
     phase_from_runtime,
@@ -33,10 +32,11 @@ from podledger.agents.worker.lifecycle import effective_grace_period, liveness_k
 from podledger.schemas import models
 from podledger.streams import status as status_gen
 
+from podledger.types import TERMINAL_PHASES, JSONDict, Topic
+
 __all__ = ["PodWorkers", "WorkerState"]
 
 log = logging.getLogger("podledger.pod_worker")
-JSONDict = dict[str, Any]
 Publish = Callable[[str, str, Any, str], Awaitable[None]]
 
 RESYNC_S = 60.0  # syncFrequency: a pod is looked at again at least this often
@@ -431,4 +431,4 @@ class PodWorkers:
 
     async def _lifecycle(self, w: WorkerState, kind: str, **fields: Any) -> None:
         event = models.PodLifecycle(w.uid, self.node, kind, int(self.clock() * 1000), **fields)
-        await self._publish("pod-lifecycle", w.uid, event, self.node)
+        await self._publish(Topic.POD_LIFECYCLE, w.uid, event, self.node)

@@ -1,0 +1,43 @@
+"""The `podledger` command: a thin argparse front, one module per command family.
+
+Each family module registers its subcommands and turns arguments into Settings; the wiring of
+components lives in `podledger.compose`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+
+from podledger.cli import bench, demo, fold, local, pipeline, topics
+from podledger.errors import UserError
+from podledger.logs import setup_logging
+
+FAMILIES = (pipeline, topics, fold, bench, local, demo)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="podledger",
+        description="The kubelet's pod-status path as an event-sourced pipeline on Kafka.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for family in FAMILIES:
+        family.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    setup_logging(getattr(args, "log_level", None) or os.environ.get("PODLEDGER_LOG_LEVEL", "warning"))
+    # Writing to a closed pipe (podledger fold | head) ends quietly, as other Unix tools do.
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    try:
+        return int(args.func(args) or 0)
+    except UserError as exc:
+        print(f"podledger: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,69 @@
+"""`podledger bench TARGET`: benchmarks that print figures and a machine-readable last line."""
+
+from __future__ import annotations
+
+import argparse
+
+from podledger.cli.common import add_connection_options, settings_from
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from podledger import bench
+
+    settings = settings_from(args)
+    if args.target == "node":
+        node_figures = bench.bench_node(settings, pods=args.pods, seconds=args.seconds, runtime=args.runtime)
+        bench.print_node(node_figures)
+        return 0
+    if args.target == "sink":
+        sink_figures = bench.bench_sink(
+            settings,
+            pods=args.pods,
+            interval=args.interval,
+            seconds=args.seconds,
+            qps=settings.sink_qps,
+            burst=settings.sink_burst,
+        )
+        bench.print_sink(
+            sink_figures, qps=settings.sink_qps, burst=settings.sink_burst, interval=args.interval
+        )
+        return 0
+    partitions = args.partitions or 6
+    figures = bench.bench_fold(
+        settings,
+        pods=args.pods,
+        events=args.events,
+        rate=args.rate,
+        latency_seconds=args.latency_seconds,
+        partitions=partitions,
+    )
+    bench.print_fold(figures, pods=args.pods, events=args.events, partitions=partitions)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "bench",
+        help="benchmarks that print figures (events/s, latency percentiles, memory)",
+        description="'fold' drives a synthetic workload through the fold on the broker PODLEDGER_BOOTSTRAP"
+        " names (or the local one, started if needed) and compares it with the offline fold and a bare"
+        " aiokafka loop over the same messages. The last line is machine-readable.",
+    )
+    p.add_argument("target", choices=["fold", "sink", "node"])
+    p.add_argument("--runtime", default="sim", help="node: the runtime to relist (default sim)")
+    p.add_argument(
+        "--pods", type=int, default=10_000, help="pods in the workload (default 10000; sink: use 1000)"
+    )
+    p.add_argument(
+        "--interval", type=float, default=60.0, help="sink: seconds between versions of a pod (default 60)"
+    )
+    p.add_argument(
+        "--seconds", type=float, default=120.0, help="sink, node: how long the benchmark runs (default 120)"
+    )
+    p.add_argument("--events", type=int, default=200_000, help="events in the backlog (default 200000)")
+    p.add_argument("--rate", type=int, default=5000, help="events/s for the latency phase (default 5000)")
+    p.add_argument(
+        "--latency-seconds", type=float, default=10.0, help="length of the latency phase (default 10)"
+    )
+    add_connection_options(p)
+    p.set_defaults(func=cmd_bench)

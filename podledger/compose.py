@@ -1,0 +1,168 @@
+"""The composition root: the one place that builds podledger's components and wires them together.
+
+The commands in `podledger.cli` parse arguments and call these functions; the components themselves
+(agents, the fold, the sink) never construct one another.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from podledger.agents.kube import Kube
+from podledger.config import Settings
+from podledger.errors import UserError
+from podledger.schemas import models
+from podledger.types import Topic
+
+log = logging.getLogger(__name__)
+
+ROLES = ("fold", "source", "node", "sink")
+
+
+def require_bootstrap(settings: Settings) -> None:
+    """A one-line UserError when no Kafka broker is configured."""
+    if not settings.bootstrap:
+        raise UserError(
+            "no Kafka broker configured: set PODLEDGER_BOOTSTRAP or --bootstrap"
+            " (or run 'podledger local up' for a local one)"
+        )
+
+
+def connect_kube(settings: Settings, kubeconfig: str | None = None) -> Kube:
+    """An apiserver client for this node: reachable, authorised, and the node's Node object present.
+
+    Every process that talks to the apiserver starts here, so the check and the node registration
+    happen the same way everywhere (as the kubelet registers its Node before it syncs pods).
+    """
+    kube = Kube.from_kubeconfig(
+        settings.kubeconfig if kubeconfig is None else kubeconfig,
+        qps=settings.sink_qps,
+        burst=settings.sink_burst,
+    )
+    version = kube.check()
+    kube.ensure_node(settings.node)
+    log.info("apiserver %s (%s), node %s", kube.server, version, settings.node)
+    return kube
+
+
+def parse_roles(spec: str) -> set[str]:
+    """The roles named in a comma-separated list; a UserError for unknown ones."""
+    roles = {role.strip() for role in spec.split(",") if role.strip()}
+    unknown = roles - set(ROLES)
+    if unknown or not roles:
+        raise UserError(
+            f"unknown role(s) {', '.join(sorted(unknown)) or '(none given)'}: choose from {', '.join(ROLES)}"
+        )
+    return roles
+
+
+def run_pipeline(
+    settings: Settings,
+    *,
+    roles: set[str],
+    on_status: Callable[[models.VersionedPodStatus], None] | None = None,
+    stop_pods_on_exit: bool = False,
+) -> int:
+    """Run the Faust worker with the chosen roles until SIGINT/SIGTERM."""
+    import faust
+
+    from podledger.agents.node import NodeAgent, build_sources, make_runtime
+    from podledger.agents.sink.writer import Sink
+    from podledger.agents.sources.pod_config import PodStorage
+    from podledger.streams.app import Pipeline
+
+    require_bootstrap(settings)
+    pipeline = Pipeline(settings, fold="fold" in roles)
+    api_source = bool(roles & {"source", "node"}) and settings.api_source_enabled
+    kube = connect_kube(settings) if "sink" in roles or api_source else None
+
+    if "node" in roles:
+        agent = NodeAgent(
+            settings,
+            make_runtime(settings),
+            kube=kube if api_source else None,
+            stop_pods_on_exit=stop_pods_on_exit,
+        )
+
+        async def node_agent(_: Pipeline) -> None:
+            await agent.run()
+
+        pipeline.add_task(node_agent)
+    elif "source" in roles:
+        storage = PodStorage()  # one podStorage for every source, as in the kubelet
+
+        def publish_update(update: models.PodUpdate) -> Any:
+            return pipeline.publish(Topic.POD_UPDATES, update.uid, update, update.node)
+
+        for source in build_sources(settings, storage, publish_update, kube if api_source else None):
+
+            async def run_source(_: Pipeline, source: Any = source) -> None:
+                await source.run()
+
+            run_source.__name__ = f"{type(source).__name__.lower()}"
+            pipeline.add_task(run_source)
+
+    if "sink" in roles:
+        assert kube is not None
+        sink = Sink(
+            kube,
+            settings,
+            publish=pipeline.publish,
+            workers=settings.sink_workers,
+            reconcile_s=settings.sink_reconcile_ms / 1000,
+            read_from_cache=settings.sink_read == "watch",
+        )
+
+        async def apiserver_sink(_: Pipeline) -> None:
+            await sink.run()
+
+        pipeline.add_task(apiserver_sink)
+
+    if on_status is not None:
+        show = on_status
+
+        async def show_status(_: Pipeline, vs: Any) -> None:
+            show(vs)
+
+        pipeline.add_agent(Topic.POD_STATUS_HISTORY, show_status)
+
+    worker = faust.Worker(
+        pipeline.app,
+        loglevel=settings.log_level.upper(),
+        quiet=True,
+        redirect_stdouts=False,
+        override_logging=False,
+    )
+    worker.spinner = None  # a terminal spinner only garbles logs and the demo's output
+    worker.execute_from_commandline()
+    return 0
+
+
+def run_node(settings: Settings) -> int:
+    """Every node agent of one node, without Faust: sources, pod workers, PLEG, prober."""
+    from podledger.agents.node import NodeAgent, make_runtime
+
+    require_bootstrap(settings)
+    kube = connect_kube(settings) if settings.api_source_enabled else None
+    agent = NodeAgent(settings, make_runtime(settings), kube=kube)
+    return run_until_signalled(agent.run())
+
+
+def run_until_signalled(main: Coroutine[Any, Any, Any]) -> int:
+    """Run a coroutine until it ends or SIGINT/SIGTERM arrives; a signal cancels it cleanly (exit 0)."""
+
+    async def runner() -> None:
+        task = asyncio.ensure_future(main)
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, task.cancel)
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    asyncio.run(runner())
+    return 0

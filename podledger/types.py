@@ -1,0 +1,105 @@
+"""podledger's shared vocabulary: the plain types and the closed sets of names every layer uses.
+
+Pure data only (no I/O, no third-party imports), so the pure core, the agents and the shell can all
+use it. Each enum is a `StrEnum`: members compare equal to, hash like, and encode as their string,
+so values on the wire are unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from enum import StrEnum
+from typing import Any, Protocol
+
+JSONDict = dict[str, Any]
+"""A JSON object as orjson decodes it: pods, statuses and snapshots stay plain data."""
+
+
+class Topic(StrEnum):
+    """The logical topic names; the Kafka topic is `Settings.topic(name)` (prefix + name)."""
+
+    POD_UPDATES = "pod-updates"
+    PLEG = "pleg"
+    PROBE_RESULTS = "probe-results"
+    POD_LIFECYCLE = "pod-lifecycle"
+    JOURNAL = "journal"
+    POD_STATUS = "pod-status"
+    POD_STATUS_HISTORY = "pod-status-history"
+    POD_DELETIONS = "pod-deletions"
+    DEAD_LETTER = "dead-letter"
+    FOLD_STATE = "fold-state"
+    SINK_STATE = "sink-state"
+
+
+INGRESS_TOPICS: tuple[Topic, ...] = (
+    Topic.POD_UPDATES,
+    Topic.PLEG,
+    Topic.PROBE_RESULTS,
+    Topic.POD_LIFECYCLE,
+)
+"""The topics node agents write and the fold reads."""
+
+
+class PodOp(StrEnum):
+    """pod-updates operations, as the kubelet's PodConfig emits them (kubetypes.PodOperation)."""
+
+    ADD = "ADD"
+    UPDATE = "UPDATE"
+    DELETE = "DELETE"
+    REMOVE = "REMOVE"
+    RECONCILE = "RECONCILE"
+
+
+class LifecycleKind(StrEnum):
+    """pod-lifecycle facts a pod worker reports to the fold."""
+
+    SYNC_RESULT = "sync_result"
+    TERMINATING = "terminating"
+    TERMINATED = "terminated"
+
+
+class ProbeType(StrEnum):
+    LIVENESS = "liveness"
+    READINESS = "readiness"
+    STARTUP = "startup"
+
+
+class ProbeResult(StrEnum):
+    """A probe's result, as the kubelet's results.Result names them."""
+
+    SUCCESS = "Success"
+    FAILURE = "Failure"
+    UNKNOWN = "Unknown"
+
+
+class SinkOutcome(StrEnum):
+    """What one sink write (the status manager's syncPod) did with a status version."""
+
+    MISSING = "missing"  # no API pod of that name
+    NO_MIRROR = "no-mirror"  # a static pod whose mirror pod is not there (yet)
+    RECREATED = "recreated"  # the API pod has another UID: the status is dropped
+    UNCHANGED = "unchanged"  # the API status already holds it: no call made
+    PATCHED = "patched"
+    DELETED = "deleted"
+
+
+class PodPhase(StrEnum):
+    PENDING = "Pending"
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    UNKNOWN = "Unknown"
+
+
+TERMINAL_PHASES: frozenset[str] = frozenset({PodPhase.SUCCEEDED, PodPhase.FAILED})
+"""Phases a pod never leaves (the kubelet's podutil.IsPodPhaseTerminal)."""
+
+
+class Publish(Protocol):
+    """Send one value to a logical topic, keyed by pod UID and partitioned by node; awaitable."""
+
+    def __call__(self, topic: str, key: str, value: Any, node: str) -> Awaitable[None]: ...
+
+
+PublishUpdate = Callable[[Any], Awaitable[None]]
+"""Send one pod-updates value (a `models.PodUpdate`); what pod sources are given."""
