@@ -9,8 +9,9 @@ export PIP_CACHE_DIR ?= $(CACHE)/pip
 export PIP_DISABLE_PIP_VERSION_CHECK = 1
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
+SHELL := /bin/bash
 
-.PHONY: demo test lint install fetch compose-tool clean
+.PHONY: demo test lint typecheck layers analysis-tree install fetch compose-tool clean
 
 install: $(VENV)/.installed
 
@@ -35,9 +36,26 @@ compose-tool:
 	    echo "docker-compose is missing: install it (e.g. apt-get install docker-compose)" >&2; exit 1; \
 	  fi; }
 
-lint: install
+lint: install typecheck layers
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+
+# mypy and import-linter read the package as it installs: schemas/, streams/ and agents/ become
+# podledger.schemas|streams|agents, so both run over a copy laid out that way.
+ANALYSIS := $(VENV)/analysis
+analysis-tree: install
+	@rm -rf $(ANALYSIS) && mkdir -p $(ANALYSIS)
+	@cp -r podledger $(ANALYSIS)/podledger
+	@for d in schemas streams agents; do cp -r $$d $(ANALYSIS)/podledger/$$d; done
+
+# Type-check the package; errors name the files in this tree, not in the copy.
+typecheck: analysis-tree
+	@cd $(ANALYSIS) && $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml -p podledger 2>&1 \
+	  | sed -E 's#^podledger/(schemas|streams|agents)/#\1/#'; exit $${PIPESTATUS[0]}
+
+# The layers and the pure core (pyproject.toml [tool.importlinter]).
+layers: analysis-tree
+	@cd $(ANALYSIS) && $(CURDIR)/$(BIN)/lint-imports --config $(CURDIR)/pyproject.toml --no-cache --no-logo
 
 test: install fetch compose-tool lint
 	$(BIN)/pytest $(PYTEST_ARGS)

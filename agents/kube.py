@@ -25,7 +25,7 @@ from urllib3.exceptions import HTTPError as Urllib3HTTPError
 from podledger.errors import UserError
 from podledger.types import JSONDict
 
-log = logging.getLogger("podledger.kube")
+log = logging.getLogger(__name__)
 
 STRATEGIC_MERGE = "application/strategic-merge-patch+json"
 

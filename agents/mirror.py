@@ -16,12 +16,11 @@ from podledger.agents.kube import Kube, KubeError
 from podledger.agents.sink.decisions import MIRROR_ANNOTATION, is_mirror_pod
 from podledger.agents.sources.pod_config import HASH_ANNOTATION
 from podledger.streams.status import json_copy
-
 from podledger.types import JSONDict
 
 __all__ = ["MirrorPods", "build_mirror_pod", "config_hash", "is_mirror_of", "mirror_action"]
 
-log = logging.getLogger("podledger.mirror")
+log = logging.getLogger(__name__)
 
 
 def config_hash(static_pod: JSONDict) -> str:

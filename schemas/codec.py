@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 
 import fastjsonschema
 import orjson
-from podledger.schemas import models
 
+from podledger.schemas import models
 from podledger.types import Topic
 
 SCHEMA_VERSION = 1
@@ -120,7 +120,7 @@ def _build(cls: type[T], obj: dict[str, Any]) -> T:
 
 
 def _schema_error(topic: str, obj: Any, exc: fastjsonschema.JsonSchemaValueException) -> DecodeError:
-    path = exc.name.removeprefix("data").lstrip(".") or None
+    path = (exc.name or "data").removeprefix("data").lstrip(".") or None
     if exc.rule == "required" and isinstance(exc.value, dict):
         missing = [name for name in exc.rule_definition if name not in exc.value]
         field = ".".join(p for p in (path, missing[0] if missing else None) if p)

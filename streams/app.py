@@ -16,18 +16,18 @@ from typing import Any
 
 import faust
 from aiokafka import AIOKafkaProducer, TopicPartition
+
+from podledger.config import Settings
+from podledger.kafka import new_consumer, read_to_end
+from podledger.localstack import cache_dir
+from podledger.partitioner import partition_for_node
 from podledger.schemas import DecodeError, decode, encode
 from podledger.streams.batch import Batch, BatchFold, marker_key
 from podledger.streams.fold import Coordinates, HoldLimits, Output
 from podledger.streams.state import FoldState
 from podledger.streams.topics import ALL_TOPICS, INGRESS
 
-from podledger.config import Settings
-from podledger.kafka import new_consumer, read_to_end
-from podledger.localstack import cache_dir
-from podledger.partitioner import partition_for_node
-
-log = logging.getLogger("podledger.fold")
+log = logging.getLogger(__name__)
 
 JSONDict = dict[str, Any]
 

@@ -26,7 +26,6 @@ from typing import Any
 
 from podledger.schemas import from_dict, models
 from podledger.streams.fold import Coordinates, HoldLimits, Output, decode_input, expire_held, fold_event
-
 from podledger.types import JSONDict, Topic
 
 MARKER_PREFIX = b"\x00journal:"  # table keys of the per-partition journal markers; no UID starts so

@@ -26,7 +26,6 @@ from typing import Any
 from podledger.schemas import DecodeError, decode, encode, from_dict, models, to_dict
 from podledger.streams import status as status_gen
 from podledger.streams import status_manager
-
 from podledger.types import JSONDict, Topic
 
 

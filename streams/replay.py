@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+
 from podledger.schemas import DecodeError, from_dict
 from podledger.streams.batch import BatchFold
 from podledger.streams.fold import (
@@ -23,7 +24,6 @@ from podledger.streams.fold import (
     dead_letter,
     expire_held,
 )
-
 from podledger.types import JSONDict, Topic
 
 # Fields that tell the ingress topics apart, checked in order: each is required by its topic's schema,

@@ -18,7 +18,7 @@ from podledger.config import Settings
 from podledger.kafka import new_consumer, read_to_end
 from podledger.types import JSONDict, Topic
 
-log = logging.getLogger("podledger.fold")
+log = logging.getLogger(__name__)
 
 
 class FoldState:

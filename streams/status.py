@@ -434,8 +434,8 @@ def convert_container_statuses(
         if name in runtime_names or old is None or state_of(old) != "running":
             continue
         status = statuses[name]
-        waiting = (status.get("state") or {}).get("waiting")
-        if waiting is None or waiting.get("reason") != default_reason or last_terminated(status):
+        old_waiting = (status.get("state") or {}).get("waiting")
+        if old_waiting is None or old_waiting.get("reason") != default_reason or last_terminated(status):
             continue
         status["lastState"] = {
             "terminated": {

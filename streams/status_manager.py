@@ -25,7 +25,6 @@ from podledger.streams.status import (
     restart_policy,
     state_of,
 )
-
 from podledger.types import TERMINAL_PHASES, JSONDict
 
 # Conditions whose lastTransitionTime the status manager maintains (spec R5.2 step 3).

@@ -8,13 +8,14 @@ import re
 from typing import Any
 
 import pytest
+
 from podledger.agents.sources.pod_config import (
     HASH_ANNOTATION,
     MIRROR_ANNOTATION,
     SEEN_ANNOTATION,
     SOURCE_ANNOTATION,
+    MergedUpdate,
     PodStorage,
-    PodUpdate,
     apply_static_defaults,
     pods_differ_semantically,
 )
@@ -56,11 +57,11 @@ def other_containers(pod: JSONDict) -> JSONDict:
     return pod
 
 
-def names(update: PodUpdate) -> list[str]:
+def names(update: MergedUpdate) -> list[str]:
     return sorted(p["metadata"]["name"] for p in update.pods)
 
 
-def expect(got: list[PodUpdate], *expected: tuple[str, list[JSONDict]]) -> None:
+def expect(got: list[MergedUpdate], *expected: tuple[str, list[JSONDict]]) -> None:
     """Like upstream expectPodUpdate: same ops/sources in order, pods equal ignoring local annotations."""
     assert [(u.op, u.source) for u in got] == [(op, SRC) for op, _ in expected]
     for update, (_, pods) in zip(got, expected, strict=True):
@@ -154,7 +155,7 @@ def test_new_pod_added_set_reconciled(op: str) -> None:
 
 def test_initial_empty_set() -> None:
     storage = PodStorage()
-    assert storage.merge(SRC, "SET", [], NOW) == [PodUpdate("ADD", SRC, ())]
+    assert storage.merge(SRC, "SET", [], NOW) == [MergedUpdate("ADD", SRC, ())]
     # Only the first SET signals readiness.
     assert storage.merge(SRC, "SET", [], NOW) == []
     expect(storage.merge(SRC, "ADD", [valid_pod("foo")], NOW), ("ADD", [valid_pod("foo")]))

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import orjson
+
 from podledger.streams.status import (
     KUBELET_OWNED_CONDITIONS,
     POD_COMPLETED,
@@ -39,7 +40,6 @@ from podledger.streams.status_manager import (
     normalize_status,
     update_last_transition_times,
 )
-
 from podledger.types import TERMINAL_PHASES, JSONDict
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"  # kubetypes.ConfigMirrorAnnotationKey

@@ -34,16 +34,16 @@ from typing import Any
 
 import orjson
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
+
 from podledger.agents.kube import Kube, KubeError
 from podledger.agents.sink import decisions as api_sync
-from podledger.schemas import DecodeError, decode, models
-from podledger.streams.status import rfc3339
-
 from podledger.config import Settings
 from podledger.kafka import new_consumer, read_to_end
+from podledger.schemas import DecodeError, decode, models
+from podledger.streams.status import rfc3339
 from podledger.types import JSONDict, SinkOutcome, Topic
 
-log = logging.getLogger("podledger.sink")
+log = logging.getLogger(__name__)
 
 RETRY_FIRST_S = 0.5
 RETRY_MAX_S = 30.0
@@ -391,7 +391,7 @@ class Sink:
             await consumer.stop()
 
 
-class _FromTheStart(ConsumerRebalanceListener):  # type: ignore[misc]
+class _FromTheStart(ConsumerRebalanceListener):
     """pod-status is compacted: its whole content is the state to sync, so every assignment
     reads it from the start (what was written is known from sink-state)."""
 

@@ -16,11 +16,10 @@ from typing import Any
 from podledger.agents.kube import Kube
 from podledger.agents.sink.decisions import is_mirror_pod
 from podledger.agents.sources.pod_config import PodStorage
-from podledger.agents.sources.publish import Publish, publish_merge
+from podledger.agents.sources.publish import publish_merge
+from podledger.types import JSONDict, PublishUpdate
 
-from podledger.types import JSONDict
-
-log = logging.getLogger("podledger.source.api")
+log = logging.getLogger(__name__)
 
 
 class ApiserverSource:
@@ -30,7 +29,7 @@ class ApiserverSource:
         self,
         kube: Kube,
         node: str,
-        publish: Publish,
+        publish: PublishUpdate,
         storage: PodStorage | None = None,
         on_mirror: Callable[[str, JSONDict], None] | None = None,
     ) -> None:

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from podledger.agents.sink.decisions import MIRROR_ANNOTATION
 
+from podledger.agents.sink.decisions import MIRROR_ANNOTATION
 from podledger.types import JSONDict
 
 SET = "SET"
@@ -40,8 +40,8 @@ STATIC_POD_TOLERATION: JSONDict = {"operator": "Exists", "effect": "NoExecute"}
 
 
 @dataclass(frozen=True)
-class PodUpdate:
-    """One merged update as the sync loop receives it (in memory; not the Kafka model)."""
+class MergedUpdate:
+    """One merged update as the kubelet's sync loop receives it (in memory; on Kafka: models.PodUpdate)."""
 
     op: str
     source: str
@@ -144,7 +144,7 @@ class PodStorage:
         self.sources_seen: set[str] = set()
         self.rejected: tuple[JSONDict, ...] = ()
 
-    def merge(self, source: str, op: str, pods: list[JSONDict], now: str) -> list[PodUpdate]:
+    def merge(self, source: str, op: str, pods: list[JSONDict], now: str) -> list[MergedUpdate]:
         """Apply one source update; return the updates to emit, in R1.8 order.
 
         Raises ValueError for an op outside SET/ADD/UPDATE/DELETE/REMOVE before touching state,
@@ -189,11 +189,11 @@ class PodStorage:
                 out[REMOVE].extend(pod for uid, pod in old.items() if uid not in current)
         self.pods[source] = current
 
-        updates: list[PodUpdate] = []
+        updates: list[MergedUpdate] = []
 
         def emit(kind: str) -> None:
             if out[kind]:
-                updates.append(PodUpdate(kind, source, tuple(_copy(p) for p in out[kind])))
+                updates.append(MergedUpdate(kind, source, tuple(_copy(p) for p in out[kind])))
 
         emit(REMOVE)
         emit(ADD)
@@ -201,7 +201,7 @@ class PodStorage:
         emit(DELETE)
         if first_set and not (out[ADD] or out[UPDATE] or out[DELETE]):
             # The sync loop learns a source is ready from seeing any update from it.
-            updates.append(PodUpdate(ADD, source, ()))
+            updates.append(MergedUpdate(ADD, source, ()))
         emit(RECONCILE)
         return updates
 
@@ -220,9 +220,9 @@ class PodStorage:
         self.rejected = tuple(dropped)
         return kept
 
-    def sync(self) -> PodUpdate:
+    def sync(self) -> MergedUpdate:
         """`Sync()`: every stored pod as SET from the all-sources marker."""
-        return PodUpdate(
+        return MergedUpdate(
             SET, ALL_SOURCE, tuple(_copy(p) for by_uid in self.pods.values() for p in by_uid.values())
         )
 

@@ -5,21 +5,19 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable
 
 import orjson
+
 from podledger.agents.sources.pod_config import PodStorage
 from podledger.schemas.models import PodUpdate
 from podledger.streams.status import rfc3339
+from podledger.types import JSONDict, PublishUpdate
 
-from podledger.types import JSONDict
-
-log = logging.getLogger("podledger.source")
-Publish = Callable[[PodUpdate], Awaitable[None]]
+log = logging.getLogger(__name__)
 
 
 async def publish_merge(
-    storage: PodStorage, source: str, pods: list[JSONDict], node: str, publish: Publish
+    storage: PodStorage, source: str, pods: list[JSONDict], node: str, publish: PublishUpdate
 ) -> None:
     """Merge one SET of a source and publish the resulting ops, one pod per message."""
     for update in storage.merge(source, "SET", pods, rfc3339(time.time())):

@@ -19,12 +19,12 @@ import urllib.request
 from pathlib import Path
 
 import yaml
+
 from podledger.agents.sources.pod_config import PodStorage, apply_static_defaults
-from podledger.agents.sources.publish import Publish, publish_merge
+from podledger.agents.sources.publish import publish_merge
+from podledger.types import JSONDict, PublishUpdate
 
-from podledger.types import JSONDict
-
-log = logging.getLogger("podledger.source.static")
+log = logging.getLogger(__name__)
 
 
 def parse_manifest(text: str | bytes) -> list[JSONDict]:
@@ -100,7 +100,7 @@ class FileSource:
     name = "file"  # the pod-updates source tag
 
     def __init__(
-        self, path: Path, node: str, publish: Publish, storage: PodStorage, period_s: float = 20.0
+        self, path: Path, node: str, publish: PublishUpdate, storage: PodStorage, period_s: float = 20.0
     ) -> None:
         self.path, self.node, self.publish, self.storage, self.period_s = (
             path,
@@ -159,7 +159,7 @@ class HttpSource:
     name = "http"  # the pod-updates source tag
 
     def __init__(
-        self, url: str, node: str, publish: Publish, storage: PodStorage, period_s: float = 20.0
+        self, url: str, node: str, publish: PublishUpdate, storage: PodStorage, period_s: float = 20.0
     ) -> None:
         self.url, self.node, self.publish, self.storage, self.period_s = url, node, publish, storage, period_s
         self._last: bytes | None = None

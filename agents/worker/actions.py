@@ -18,7 +18,6 @@ from datetime import datetime
 
 from podledger.agents.worker.lifecycle import BACKOFF_BASE_S, BACKOFF_CAP_S, crash_loop_message
 from podledger.streams import status as status_gen
-
 from podledger.types import JSONDict
 
 __all__ = [
@@ -118,7 +117,12 @@ def compute_pod_actions(
     sandbox = (snapshot or {}).get("sandbox")
     if sandbox is None or not sandbox.get("ready"):
         # A Never pod whose sandbox died after its containers ran is over; nothing is recreated.
-        if sandbox is not None and status_gen.restart_policy(pod) == "Never" and snapshot["containers"]:
+        if (
+            sandbox is not None
+            and snapshot is not None
+            and status_gen.restart_policy(pod) == "Never"
+            and snapshot["containers"]
+        ):
             return actions
         actions.create_sandbox = True
         return actions

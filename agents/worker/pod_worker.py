@@ -17,11 +17,12 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from podledger.agents.mirror import config_hash
+from podledger.agents.mirror import MirrorPods, config_hash
+from podledger.agents.runtime.base import Runtime
 from podledger.agents.worker.actions import (
     compute_pod_actions,
     latest_by_name,
@@ -31,13 +32,11 @@ from podledger.agents.worker.actions import (
 from podledger.agents.worker.lifecycle import effective_grace_period, liveness_kill_grace
 from podledger.schemas import models
 from podledger.streams import status as status_gen
-
-from podledger.types import TERMINAL_PHASES, JSONDict, Topic
+from podledger.types import TERMINAL_PHASES, JSONDict, Publish, Topic
 
 __all__ = ["PodWorkers", "WorkerState"]
 
-log = logging.getLogger("podledger.pod_worker")
-Publish = Callable[[str, str, Any, str], Awaitable[None]]
+log = logging.getLogger(__name__)
 
 RESYNC_S = 60.0  # syncFrequency: a pod is looked at again at least this often
 ERROR_REQUEUE_S = 10.0  # after a failed pass (R6.3)
@@ -96,12 +95,12 @@ class PodWorkers:
 
     def __init__(
         self,
-        runtime: Any,
+        runtime: Runtime,
         node: str,
         publish: Publish,
         *,
         prober: Any | None = None,
-        mirrors: Any | None = None,
+        mirrors: MirrorPods | None = None,
         sources_ready: Callable[[], bool] = lambda: True,
         clock: Callable[[], float] = time.time,
         resync_s: float = RESYNC_S,
@@ -110,7 +109,7 @@ class PodWorkers:
         self.node = node
         self._publish = publish
         self.prober = prober
-        self.mirrors = mirrors  # MirrorPods, when the node talks to an apiserver
+        self.mirrors = mirrors  # when the node talks to an apiserver
         self.sources_ready = sources_ready
         self.clock = clock
         self.resync_s = resync_s
@@ -295,7 +294,7 @@ class PodWorkers:
             self.prober.add_pod(w.pod)
         if self.mirrors is not None and w.source != "api" and w.uid not in self._mirroring:
             # In the background: the pod runs whether or not the apiserver is there to show it.
-            self._mirroring[w.uid] = asyncio.ensure_future(self._ensure_mirror(w))
+            self._mirroring[w.uid] = asyncio.ensure_future(self._ensure_mirror(w, self.mirrors))
         actions = compute_pod_actions(
             w.pod,
             snapshot,
@@ -338,9 +337,9 @@ class PodWorkers:
             return 0.0  # restart what was killed (back-off permitting) without waiting for the relist
         return self.resync_s if actions.wait_s is None else min(actions.wait_s, self.resync_s)
 
-    async def _ensure_mirror(self, w: WorkerState) -> None:
+    async def _ensure_mirror(self, w: WorkerState, mirrors: MirrorPods) -> None:
         try:
-            await self.mirrors.ensure(w.pod)
+            await mirrors.ensure(w.pod)
         except Exception as exc:
             log.warning("pod %s: mirror pod not updated: %s", w.name, exc)
         finally:
