@@ -15,6 +15,7 @@ import logging
 from podledger.agents.kube import Kube, KubeError
 from podledger.agents.sink.decisions import MIRROR_ANNOTATION, is_mirror_pod
 from podledger.agents.sources.pod_config import HASH_ANNOTATION
+from podledger.logs import pod_logger
 from podledger.streams.status import json_copy
 from podledger.types import JSONDict
 
@@ -70,6 +71,11 @@ def build_mirror_pod(static_pod: JSONDict, node: JSONDict) -> JSONDict:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": mirror_meta, "spec": spec}
 
 
+def _identity(pod: JSONDict) -> tuple[str | None, str | None, str | None]:
+    meta = pod.get("metadata") or {}
+    return meta.get("namespace"), meta.get("name"), meta.get("uid")
+
+
 class MirrorPods:
     """Creates, replaces and deletes the mirror pods of one node (the kubelet's mirror client)."""
 
@@ -111,7 +117,9 @@ class MirrorPods:
         if action == "replace":
             assert api_pod is not None
             if not is_mirror_pod(api_pod):
-                log.warning("%s/%s exists in the apiserver and is not a mirror pod", namespace, meta["name"])
+                pod_logger(log, namespace, meta["name"], meta.get("uid")).warning(
+                    "a pod of this name exists in the apiserver and is not its mirror pod"
+                )
                 return "conflict"
             self._delete(api_pod)
             if api_pod["metadata"].get("deletionTimestamp"):
@@ -122,7 +130,7 @@ class MirrorPods:
             if not exc.conflict:
                 raise
             return "conflict"  # the old one still exists; the next pass tries again
-        log.info("created mirror pod %s/%s", namespace, meta["name"])
+        pod_logger(log, namespace, meta["name"], meta.get("uid")).info("mirror pod created")
         return action
 
     def _current_node(self) -> JSONDict | None:
@@ -156,9 +164,7 @@ class MirrorPods:
             try:
                 await asyncio.to_thread(self._delete, pod)
             except KubeError as exc:
-                log.warning("could not delete orphaned mirror pod %s: %s", pod["metadata"]["name"], exc)
+                pod_logger(log, *_identity(pod)).warning("could not delete orphaned mirror pod: %s", exc)
                 continue
-            log.info(
-                "deleted orphaned mirror pod %s/%s", pod["metadata"].get("namespace"), pod["metadata"]["name"]
-            )
+            pod_logger(log, *_identity(pod)).info("orphaned mirror pod deleted")
         return [pod["metadata"]["name"] for pod in orphans]

@@ -39,6 +39,7 @@ from podledger.agents.kube import Kube, KubeError
 from podledger.agents.sink import decisions as api_sync
 from podledger.config import Settings
 from podledger.kafka import new_consumer, read_to_end
+from podledger.logs import pod_logger
 from podledger.schemas import DecodeError, decode, models
 from podledger.streams.status import rfc3339
 from podledger.types import JSONDict, SinkOutcome, Topic
@@ -204,13 +205,8 @@ class Sink:
                 entry.failures += 1
                 self.stats["errors"] += 1
                 delay = min(RETRY_FIRST_S * 2 ** (entry.failures - 1), RETRY_MAX_S)
-                log.warning(
-                    "sync %s/%s v%d failed (%s); retry in %.1fs",
-                    vs.namespace,
-                    vs.name,
-                    vs.version,
-                    exc,
-                    delay,
+                pod_logger(log, vs.namespace, vs.name, vs.uid).warning(
+                    "sync v%d failed (%s); retry in %.1fs", vs.version, exc, delay
                 )
                 self._schedule(uid, delay)
                 continue
@@ -278,7 +274,7 @@ class Sink:
         decision = api_sync.sync_decision(uid, api_pod, fields, None, now=now)
         if decision.action == "drop-recreated":
             self.stats["dropped"] += 1
-            log.info("%s/%s was recreated; dropping the status of %s", vs.namespace, vs.name, uid)
+            pod_logger(log, vs.namespace, vs.name, uid).info("was recreated; its status is dropped")
             return SinkOutcome.RECREATED, uid
         if decision.action == "unchanged":
             self.stats["unchanged"] += 1
@@ -294,7 +290,7 @@ class Sink:
                 self.kube.delete_pod(vs.namespace, vs.name, grace_seconds=0, uid=uid)
             except KubeError as exc:
                 if not exc.not_found:
-                    log.warning("delete %s/%s failed: %s", vs.namespace, vs.name, exc)
+                    pod_logger(log, vs.namespace, vs.name, uid).warning("delete failed: %s", exc)
                     return outcome, uid
             self.stats["deletes"] += 1
             return SinkOutcome.DELETED, uid

@@ -6,9 +6,8 @@ from __future__ import annotations
 import logging
 import time
 
-import orjson
-
 from podledger.agents.sources.pod_config import PodStorage
+from podledger.logs import pod_logger
 from podledger.schemas.models import PodUpdate
 from podledger.streams.status import rfc3339
 from podledger.types import JSONDict, PublishUpdate
@@ -26,8 +25,7 @@ async def publish_merge(
                 PodUpdate(op=update.op, source=source, node=node, pod=pod, ts_ms=int(time.time() * 1000))
             )
     for rejected in storage.rejected:
-        log.warning(
-            "%s source: dropped pod %s (its name repeats another's)",
-            source,
-            orjson.dumps(rejected["metadata"]),
+        meta = rejected.get("metadata") or {}
+        pod_logger(log, meta.get("namespace"), meta.get("name"), meta.get("uid")).warning(
+            "%s source: dropped, its name repeats another pod's", source
         )

@@ -30,6 +30,7 @@ from podledger.agents.worker.actions import (
     running_container_ids,
 )
 from podledger.agents.worker.lifecycle import effective_grace_period, liveness_kill_grace
+from podledger.logs import PodLogger, pod_logger
 from podledger.schemas import models
 from podledger.streams import status as status_gen
 from podledger.types import TERMINAL_PHASES, JSONDict, Publish, Topic
@@ -72,6 +73,12 @@ class WorkerState:
     def name(self) -> str:
         meta = self.pod["metadata"]
         return f"{meta.get('namespace') or 'default'}/{meta['name']}"
+
+    @property
+    def log(self) -> PodLogger:
+        """The module's logger for lines about this pod."""
+        meta = self.pod["metadata"]
+        return pod_logger(log, meta.get("namespace") or "default", meta.get("name"), self.uid)
 
     def wants_termination(self) -> bool:
         """R6.1: deleted, removed, or terminal in the API. Static pods are never ended by an API phase."""
@@ -231,7 +238,7 @@ class PodWorkers:
             snapshot = self.runtime.pod_snapshot(uid, self.clock())
             await self._kill_all(uid, snapshot, ORPHAN_GRACE_S)
             await self.runtime.remove_sandbox(uid)
-            log.info("removed runtime-only pod %s", uid)
+            pod_logger(log, None, None, uid).info("removed from the runtime: no pod of this node has it")
         return orphans
 
     def _launch(self, w: WorkerState) -> None:
@@ -258,7 +265,7 @@ class PodWorkers:
                     raise
                 w.interrupted, delay = False, 0.0
             except Exception:
-                log.exception("pod %s: sync failed; retrying in %.0fs", w.name, ERROR_REQUEUE_S)
+                w.log.exception("sync failed; retrying in %.0fs", ERROR_REQUEUE_S)
                 delay = ERROR_REQUEUE_S
             if self.workers.get(w.uid) is not w:
                 return  # forgotten
@@ -314,7 +321,7 @@ class PodWorkers:
                 self._probe_grace(w.uid, kill.name, kill.probe),
                 meta.get("deletionGracePeriodSeconds"),
             )
-            log.info("pod %s: %s", w.name, kill.message)
+            w.log.info("%s", kill.message)
             await self.runtime.stop_container(w.uid, kill.container_id, grace)
         reasons, failed = dict(actions.reasons), False
         latest = latest_by_name(snapshot)
@@ -341,7 +348,7 @@ class PodWorkers:
         try:
             await mirrors.ensure(w.pod)
         except Exception as exc:
-            log.warning("pod %s: mirror pod not updated: %s", w.name, exc)
+            w.log.warning("mirror pod not updated: %s", exc)
         finally:
             self._mirroring.pop(w.uid, None)
 
@@ -365,7 +372,7 @@ class PodWorkers:
             self.prober.remove_pod(w.uid)
         await self._lifecycle(w, "terminated", runtime=final or {"containers": [], "ips": []})
         w.terminated = True
-        log.info("pod %s terminated (grace %ds)", w.name, grace)
+        w.log.info("terminated (grace %ds)", grace)
         return 0.0 if w.removed else None
 
     async def _kill_all(
