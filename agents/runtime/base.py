@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from podledger.streams.status import rfc3339
-
 from podledger.types import JSONDict
 
 __all__ = ["CONTAINER_STATES", "ContainerRecord", "Runtime", "exit_reason", "rfc3339"]

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 from podledger.agents.runtime.base import ContainerRecord, exit_reason
-
 from podledger.types import JSONDict
 
 __all__ = ["DEFAULT_PATH", "MIN_GRACE_S", "POD_IP", "START_ERROR_EXIT_CODE", "ProcessRuntime"]

@@ -18,7 +18,6 @@ import time
 from collections.abc import Callable
 
 from podledger.agents.runtime.base import ContainerRecord, exit_reason
-
 from podledger.types import JSONDict
 
 __all__ = [
