@@ -22,7 +22,7 @@ from podledger.kafka import new_consumer, read_to_end
 from podledger.localstack import cache_dir
 from podledger.partitioner import partition_for_node
 from podledger.schemas import DecodeError, decode, encode
-from podledger.streams.batch import Batch, BatchFold, marker_key
+from podledger.streams.batch import Batch, BatchFold
 from podledger.streams.fold import Coordinates, HoldLimits, Output
 from podledger.streams.state import FoldState
 from podledger.streams.topics import ALL_TOPICS, INGRESS
@@ -186,9 +186,7 @@ class Pipeline:
             await self.state.put(producer, key, p, record) for key, (p, record) in batch.changed.items()
         ]
         for partition, offset in journal_end.items():
-            writes.append(
-                await self.state.put(producer, marker_key(partition), partition, {"journal_offset": offset})
-            )
+            writes.append(await self.state.put_journal_marker(producer, partition, offset))
         # Acknowledged before Faust may commit these input offsets: nothing held is lost.
         await asyncio.gather(*writes)
 
@@ -197,8 +195,8 @@ class Pipeline:
         after its last marker (a crash between publishing a batch and storing its records)."""
         pods = await self.state.restore(partition)
         self._waiting |= {k for k in self.state.keys_of(partition) if self.state.data[k].get("held")}
-        marker = self.state.get(marker_key(partition))
-        start = marker["journal_offset"] + 1 if marker else 0
+        marker = self.state.journal_marker(partition)
+        start = 0 if marker is None else marker + 1
         consumer = new_consumer(self.settings)
         tp = TopicPartition(self.settings.topic("journal"), partition)
         await consumer.start()

@@ -25,8 +25,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from podledger.schemas import from_dict, models
-from podledger.streams.fold import Coordinates, HoldLimits, Output, decode_input, expire_held, fold_event
-from podledger.types import JSONDict, Topic
+from podledger.streams.fold import (
+    Coordinates,
+    HoldLimits,
+    Output,
+    PodRecord,
+    decode_input,
+    expire_held,
+    fold_event,
+)
+from podledger.types import Topic
 
 MARKER_PREFIX = b"\x00journal:"  # table keys of the per-partition journal markers; no UID starts so
 
@@ -45,7 +53,7 @@ class Batch:
 
     journal: list[tuple[int, Output]] = field(default_factory=list)
     outputs: list[tuple[int, Output]] = field(default_factory=list)
-    changed: dict[bytes, tuple[int, JSONDict | None]] = field(default_factory=dict)
+    changed: dict[bytes, tuple[int, PodRecord | None]] = field(default_factory=dict)
     newest: dict[int, int] = field(default_factory=dict)  # partition -> newest pod-updates event time
 
 
@@ -54,7 +62,7 @@ class BatchFold:
 
     def __init__(
         self,
-        lookup: Callable[[bytes], JSONDict | None],
+        lookup: Callable[[bytes], PodRecord | None],
         limits: HoldLimits,
         max_bytes: int,
         clock: dict[int, int] | None = None,
@@ -66,7 +74,7 @@ class BatchFold:
         self.max_bytes = max_bytes
         self.batch = Batch(newest=dict(clock or {}))
 
-    def record(self, key: bytes) -> JSONDict | None:
+    def record(self, key: bytes) -> PodRecord | None:
         changed = self.batch.changed.get(key)
         return changed[1] if changed is not None else self.lookup(key)
 

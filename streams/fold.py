@@ -3,30 +3,60 @@
 Both drivers call `fold_event`: the Faust agent (streams/app.py) live, and `podledger fold`
 offline over a journal. The step never reads a clock or Kafka; time is the event's own.
 
-A pod record is a plain dict:
-    uid, namespace, name, node, source    identity
-    pod           the desired pod from pod-updates (its status is what the API last reported)
-    runtime       the latest runtime snapshot from pleg, or the worker's final one (None before the first)
-    runtime_ts    event time of that snapshot; an older one never replaces it
-    probes        {container: {container id: {probe: result}}} from probe-results
-    reasons       {container: {reason, message}}: the pod worker's last sync errors (reason cache)
-    terminating   the pod worker started terminating the pod
-    terminated    the pod worker terminated it (no container can run any more)
-    finished      TerminatePod ran: the sink may delete the pod once its API phase is terminal
-    status, version   the cached versioned status (None / 0 before the first)
-    applied       {topic: highest offset applied}: redeliveries and replays are skipped
+A pod record (`PodRecord`) is a plain dict, stored as JSON on fold-state.
 """
 
 from __future__ import annotations
 
 import base64
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from podledger.schemas import DecodeError, decode, encode, from_dict, models, to_dict
 from podledger.streams import status as status_gen
 from podledger.streams import status_manager
 from podledger.types import JSONDict, Topic
+
+
+class PodRecord(TypedDict, total=False):
+    """The fold's state of one pod. A pod not announced yet has only uid, pod=None, held, applied."""
+
+    uid: str
+    namespace: str
+    name: str
+    node: str
+    source: str
+    # The desired pod from pod-updates (its status is what the API last reported); None while waiting.
+    # Typed Any, as `status`, so the status functions take them as the plain JSON they are.
+    pod: Any
+    runtime: JSONDict | None  # the latest runtime snapshot (pleg), or the worker's final one
+    runtime_ts: int  # event time of that snapshot; an older one never replaces it
+    probes: dict[str, JSONDict]  # {container: {container id: {probe: result}}}
+    reasons: dict[str, JSONDict]  # {container: {reason, message}}: the pod worker's reason cache
+    terminating: bool  # the pod worker started terminating the pod
+    terminated: bool  # the pod worker terminated it (no container can run any more)
+    finished: bool  # TerminatePod ran: the sink may delete the pod once its API phase is terminal
+    status: Any  # the cached status (None before the first version)
+    version: int  # its version (0 before the first)
+    applied: dict[str, int]  # {topic: highest offset applied}: redeliveries and replays are skipped
+    held: list[list[Any]]  # events waiting for the announcement, each `HeldEvent.to_json()`
+
+
+@dataclass(frozen=True, slots=True)
+class HeldEvent:
+    """An input event waiting for its pod's announcement; on fold-state as [topic, partition,
+    offset, ts_ms, value] so stored records keep their shape."""
+
+    at: Coordinates
+    value: JSONDict
+
+    def to_json(self) -> list[Any]:
+        return [self.at.topic, self.at.partition, self.at.offset, self.at.ts_ms, self.value]
+
+    @classmethod
+    def from_json(cls, item: list[Any]) -> HeldEvent:
+        topic, partition, offset, ts_ms, value = item
+        return cls(Coordinates(topic, partition, offset, ts_ms), value)
 
 
 @dataclass(slots=True)
@@ -59,7 +89,7 @@ def event_type(topic: str, event: Any) -> str:
     return f"{topic}:{event.kind}"
 
 
-def new_record(update: models.PodUpdate) -> JSONDict:
+def new_record(update: models.PodUpdate) -> PodRecord:
     meta = update.pod["metadata"]
     return {
         "uid": update.uid,
@@ -101,8 +131,8 @@ DEFAULT_HOLD = HoldLimits()
 
 
 def fold_event(
-    record: JSONDict | None, at: Coordinates, event: Any, limits: HoldLimits = DEFAULT_HOLD
-) -> tuple[JSONDict | None, list[Output]]:
+    record: PodRecord | None, at: Coordinates, event: Any, limits: HoldLimits = DEFAULT_HOLD
+) -> tuple[PodRecord | None, list[Output]]:
     """Apply one decoded input event to the pod's record."""
     if record is not None and record["applied"].get(at.topic, -1) >= at.offset:
         return record, []  # already applied (or held): a redelivery after a crash, or a replay
@@ -112,8 +142,9 @@ def fold_event(
         # The announcement of a pod whose events were held: apply it, then them, in order.
         held = record["held"]
         record, outputs = _apply(None, at, event, record["applied"])
-        for topic, partition, offset, ts_ms, value in held:
-            held_at, held_event = Coordinates(topic, partition, offset, ts_ms), from_dict(topic, value)
+        for item in held:
+            held_at, value = HeldEvent.from_json(item).at, item[4]
+            held_event = from_dict(held_at.topic, value)
             if record is None:  # announced only to be removed: the held events have no pod
                 outputs.append(_dead_letter_unknown_pod(event.uid, held_at, held_event, "pod removed"))
                 continue
@@ -124,41 +155,40 @@ def fold_event(
 
 
 def _hold(
-    record: JSONDict | None, at: Coordinates, event: Any, limits: HoldLimits
-) -> tuple[JSONDict | None, list[Output]]:
+    record: PodRecord | None, at: Coordinates, event: Any, limits: HoldLimits
+) -> tuple[PodRecord | None, list[Output]]:
     uid = event.uid
-    held = [*(record or {}).get("held", []), [at.topic, at.partition, at.offset, at.ts_ms, to_dict(event)]]
-    applied = {**(record or {}).get("applied", {}), at.topic: at.offset}
+    before: PodRecord = record or {}
+    held = [*before.get("held", []), HeldEvent(at, to_dict(event)).to_json()]
+    applied = {**before.get("applied", {}), at.topic: at.offset}
     overflow = max(len(held) - limits.max_events, 0)
     why = f"held beyond {limits.max_events} events"
-    outputs = [
-        _dead_letter_unknown_pod(uid, Coordinates(*item[:4]), from_dict(item[0], item[4]), why)
-        for item in held[:overflow]
-    ]
+    outputs = [_held_dead_letter(uid, HeldEvent.from_json(item), why) for item in held[:overflow]]
     return {"uid": uid, "pod": None, "held": held[overflow:], "applied": applied}, outputs
 
 
+def _held_dead_letter(uid: str, held: HeldEvent, why: str) -> Output:
+    return _dead_letter_unknown_pod(uid, held.at, from_dict(held.at.topic, held.value), why)
+
+
 def expire_held(
-    record: JSONDict, now_ms: int, limits: HoldLimits = DEFAULT_HOLD
-) -> tuple[JSONDict, list[Output]]:
+    record: PodRecord, now_ms: int, limits: HoldLimits = DEFAULT_HOLD
+) -> tuple[PodRecord, list[Output]]:
     """Dead-letter a waiting pod's held events older than the limit at event time `now_ms`."""
-    keep, outputs = [], []
+    keep: list[list[Any]] = []
+    outputs: list[Output] = []
     for item in record.get("held") or []:
-        if now_ms - item[3] > limits.max_ms:
-            why = f"held longer than {limits.max_ms} ms"
-            outputs.append(
-                _dead_letter_unknown_pod(
-                    record["uid"], Coordinates(*item[:4]), from_dict(item[0], item[4]), why
-                )
-            )
+        held = HeldEvent.from_json(item)
+        if now_ms - held.at.ts_ms > limits.max_ms:
+            outputs.append(_held_dead_letter(record["uid"], held, f"held longer than {limits.max_ms} ms"))
         else:
             keep.append(item)
     return ({**record, "held": keep} if outputs else record), outputs
 
 
 def _apply(
-    record: JSONDict | None, at: Coordinates, event: Any, applied: dict[str, int]
-) -> tuple[JSONDict | None, list[Output]]:
+    record: PodRecord | None, at: Coordinates, event: Any, applied: dict[str, int]
+) -> tuple[PodRecord | None, list[Output]]:
     uid = event.uid
     kind = event_type(at.topic, event)
     journal = Output(
@@ -170,7 +200,7 @@ def _apply(
         # The pod left the node's config: compacted topics forget it.
         return None, [journal, Output(Topic.POD_STATUS, uid, None)]
 
-    record = dict(new_record(event) if record is None else record)
+    record = PodRecord(**(new_record(event) if record is None else record))
     merged = {**applied, **record["applied"]}
     record["applied"] = {**merged, at.topic: max(merged.get(at.topic, -1), at.offset)}
     terminate = False
@@ -214,8 +244,8 @@ def _apply(
 
 
 def _set_status(
-    record: JSONDict, kind: str, at: Coordinates, now: str, outputs: list[Output], *, pod_is_terminal: bool
-) -> JSONDict:
+    record: PodRecord, kind: str, at: Coordinates, now: str, outputs: list[Output], *, pod_is_terminal: bool
+) -> PodRecord:
     generated = status_gen.generate_api_status(
         record["pod"],
         record["status"],
@@ -229,7 +259,7 @@ def _set_status(
 
 
 def _store(
-    record: JSONDict,
+    record: PodRecord,
     new: JSONDict,
     kind: str,
     at: Coordinates,
@@ -237,7 +267,7 @@ def _store(
     outputs: list[Output],
     *,
     force: bool,
-) -> JSONDict:
+) -> PodRecord:
     update = status_manager.set_pod_status(
         record["pod"], record["status"], record["version"], new, now, force=force
     )
@@ -248,7 +278,7 @@ def _store(
     return record
 
 
-def _publish_version(record: JSONDict, kind: str, at: Coordinates) -> list[Output]:
+def _publish_version(record: PodRecord, kind: str, at: Coordinates) -> list[Output]:
     value = models.VersionedPodStatus(
         uid=record["uid"],
         namespace=record["namespace"],

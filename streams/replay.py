@@ -21,6 +21,7 @@ from podledger.streams.fold import (
     Coordinates,
     HoldLimits,
     Output,
+    PodRecord,
     dead_letter,
     expire_held,
 )
@@ -83,7 +84,7 @@ def replay(
 ) -> Iterator[Output]:
     """Fold every line in order, one line a batch; yield every output the live fold would publish."""
     stats = stats if stats is not None else ReplayStats()
-    records: dict[bytes, JSONDict] = {}
+    records: dict[bytes, PodRecord] = {}
     waiting: set[bytes] = set()
     clock: dict[int, int] = {}
     for line_no, line in enumerate(lines, start=1):

@@ -16,23 +16,35 @@ from aiokafka import AIOKafkaProducer, TopicPartition
 
 from podledger.config import Settings
 from podledger.kafka import new_consumer, read_to_end
+from podledger.streams.batch import marker_key
+from podledger.streams.fold import PodRecord
 from podledger.types import JSONDict, Topic
 
 log = logging.getLogger(__name__)
 
 
 class FoldState:
+    """The fold's pod records and per-partition journal markers, kept in memory and on fold-state."""
+
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.topic = settings.topic(Topic.FOLD_STATE)
-        self.data: dict[bytes, JSONDict] = {}
+        self.data: dict[bytes, Any] = {}  # pod records by UID, and {"journal_offset": n} by marker key
         self._keys: dict[int, set[bytes]] = {}  # partition -> keys it holds
 
-    def get(self, key: bytes) -> JSONDict | None:
+    def get(self, key: bytes) -> PodRecord | None:
         return self.data.get(key)
 
+    def journal_marker(self, partition: int) -> int | None:
+        """The last journal offset whose batch's records are stored (None: none yet)."""
+        marker = self.data.get(marker_key(partition))
+        return None if marker is None else int(marker["journal_offset"])
+
+    async def put_journal_marker(self, producer: AIOKafkaProducer, partition: int, offset: int) -> Any:
+        return await self.put(producer, marker_key(partition), partition, {"journal_offset": offset})
+
     async def put(
-        self, producer: AIOKafkaProducer, key: bytes, partition: int, record: JSONDict | None
+        self, producer: AIOKafkaProducer, key: bytes, partition: int, record: PodRecord | JSONDict | None
     ) -> Any:
         """Set (None: delete) a record and start writing it; returns its delivery to await."""
         keys = self._keys.setdefault(partition, set())
