@@ -9,10 +9,42 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict
 
 JSONDict = dict[str, Any]
 """A JSON object as orjson decodes it: pods, statuses and snapshots stay plain data."""
+
+
+class RuntimeContainer(TypedDict):
+    """One container instance in a runtime snapshot; times are RFC 3339, None when not reached yet."""
+
+    id: str
+    name: str
+    image: str | None
+    image_id: str
+    state: str  # created | running | exited | unknown
+    exit_code: int | None
+    reason: str | None
+    message: str | None
+    created_at: str | None
+    started_at: str | None
+    finished_at: str | None
+    restart_count: int
+
+
+class SandboxInfo(TypedDict):
+    id: str
+    ready: bool
+
+
+class RuntimeSnapshot(TypedDict, total=False):
+    """What a runtime reports of one pod (the pleg value's `runtime`); newest container first."""
+
+    containers: list[RuntimeContainer]
+    ips: list[str]
+    host_ips: list[str]
+    runtime_type: str
+    sandbox: SandboxInfo | None
 
 
 class Topic(StrEnum):

@@ -15,7 +15,7 @@ from typing import Any, TypedDict
 from podledger.schemas import DecodeError, decode, encode, from_dict, models, to_dict
 from podledger.streams import status as status_gen
 from podledger.streams import status_manager
-from podledger.types import JSONDict, Topic
+from podledger.types import JSONDict, RuntimeSnapshot, Topic
 
 
 class PodRecord(TypedDict, total=False):
@@ -29,7 +29,7 @@ class PodRecord(TypedDict, total=False):
     # The desired pod from pod-updates (its status is what the API last reported); None while waiting.
     # Typed Any, as `status`, so the status functions take them as the plain JSON they are.
     pod: Any
-    runtime: JSONDict | None  # the latest runtime snapshot (pleg), or the worker's final one
+    runtime: RuntimeSnapshot | None  # the latest runtime snapshot (pleg), or the worker's final one
     runtime_ts: int  # event time of that snapshot; an older one never replaces it
     probes: dict[str, JSONDict]  # {container: {container id: {probe: result}}}
     reasons: dict[str, JSONDict]  # {container: {reason, message}}: the pod worker's reason cache

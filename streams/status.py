@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from podledger.types import TERMINAL_PHASES, JSONDict
+from podledger.types import TERMINAL_PHASES, JSONDict, RuntimeContainer, RuntimeSnapshot
 
 # Conditions the kubelet owns (spec R4.3); everything else in the API status belongs to others.
 KUBELET_OWNED_CONDITIONS = frozenset(
@@ -318,20 +318,23 @@ def initialized_condition(
     return _containers_condition("Initialized", CONTAINERS_NOT_INITIALIZED, unknown, "incomplete", incomplete)
 
 
-def ready_to_start_containers_condition(runtime: JSONDict | None) -> JSONDict:
+def ready_to_start_containers_condition(runtime: RuntimeSnapshot | None) -> JSONDict:
     """True iff the pod has a ready sandbox, i.e. the runtime needs no new one."""
-    sandbox = (runtime or {}).get("sandbox") or {}
-    return condition("PodReadyToStartContainers", "True" if sandbox.get("ready") else "False")
+    sandbox = (runtime or {}).get("sandbox")
+    ready = sandbox is not None and sandbox.get("ready")
+    return condition("PodReadyToStartContainers", "True" if ready else "False")
 
 
 # --------------------------------------------------------------------------- container statuses (R4.5-R4.8)
 
 
-def container_id(runtime: JSONDict | None, cid: str) -> str:
+def container_id(runtime: RuntimeSnapshot | None, cid: str) -> str:
     return f"{(runtime or {}).get('runtime_type') or 'process'}://{cid}"
 
 
-def _convert_runtime_container(rc: JSONDict, old: JSONDict | None, runtime: JSONDict | None) -> JSONDict:
+def _convert_runtime_container(
+    rc: RuntimeContainer, old: JSONDict | None, runtime: RuntimeSnapshot | None
+) -> JSONDict:
     cid = container_id(runtime, rc["id"])
     status: JSONDict = {
         "name": rc["name"],
@@ -372,7 +375,9 @@ def _convert_runtime_container(rc: JSONDict, old: JSONDict | None, runtime: JSON
     return status
 
 
-def should_container_be_restarted(pod: JSONDict, container: JSONDict, latest: JSONDict | None) -> bool:
+def should_container_be_restarted(
+    pod: JSONDict, container: JSONDict, latest: RuntimeContainer | None
+) -> bool:
     """ShouldContainerBeRestarted, over the newest runtime container of that name."""
     if (pod.get("metadata") or {}).get("deletionTimestamp"):
         return False
@@ -393,7 +398,7 @@ def convert_container_statuses(
     pod: JSONDict,
     containers: list[JSONDict],
     old_statuses: list[JSONDict] | None,
-    runtime: JSONDict | None,
+    runtime: RuntimeSnapshot | None,
     reasons: JSONDict | None,
     *,
     is_init: bool,
@@ -450,7 +455,7 @@ def convert_container_statuses(
     # Runtime containers, newest first: the newest of a name is its state, the next its lastState.
     newest_first = sorted(runtime_containers, key=lambda rc: rc.get("created_at") or "", reverse=True)
     seen: dict[str, int] = {}
-    latest: dict[str, JSONDict] = {}
+    latest: dict[str, RuntimeContainer] = {}
     for rc in newest_first:
         name = rc["name"]
         if name not in statuses or seen.get(name, 0) >= 2:
@@ -564,7 +569,7 @@ def qos_class(pod: JSONDict) -> str:
 def generate_api_status(
     pod: JSONDict,
     old: JSONDict | None,
-    runtime: JSONDict | None,
+    runtime: RuntimeSnapshot | None,
     *,
     probes: JSONDict | None = None,
     reasons: JSONDict | None = None,

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from podledger.streams.status import rfc3339
-from podledger.types import JSONDict
+from podledger.types import JSONDict, RuntimeContainer, RuntimeSnapshot
 
 __all__ = ["CONTAINER_STATES", "ContainerRecord", "Runtime", "exit_reason", "rfc3339"]
 
@@ -44,7 +44,7 @@ class ContainerRecord:
     message: str | None = None
     image_id: str = ""
 
-    def snapshot(self) -> JSONDict:
+    def snapshot(self) -> RuntimeContainer:
         """This container in the streams/status.py snapshot format (ids without the type:// prefix)."""
         return {
             "id": self.id,
@@ -96,10 +96,10 @@ class Runtime(Protocol):
         """Forget the pod and everything of it (containers are killed first if still running)."""
         ...
 
-    def pod_snapshot(self, pod_uid: str, now: float) -> JSONDict | None:
+    def pod_snapshot(self, pod_uid: str, now: float) -> RuntimeSnapshot | None:
         """One pod's snapshot (as in `relist`), or None if the runtime does not know the pod."""
         ...
 
-    def relist(self, now: float) -> dict[str, JSONDict]:
+    def relist(self, now: float) -> dict[str, RuntimeSnapshot]:
         """{pod uid: snapshot} for every known pod; synchronous and cheap (called every second)."""
         ...

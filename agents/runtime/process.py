@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from podledger.agents.runtime.base import ContainerRecord, exit_reason
-from podledger.types import JSONDict
+from podledger.types import JSONDict, RuntimeContainer, RuntimeSnapshot
 
 __all__ = ["DEFAULT_PATH", "MIN_GRACE_S", "POD_IP", "START_ERROR_EXIT_CODE", "ProcessRuntime"]
 
@@ -323,18 +323,18 @@ class ProcessRuntime:
         shutil.rmtree(self._dir / pod_uid, ignore_errors=True)
         self._save()
 
-    def relist(self, now: float) -> dict[str, JSONDict]:
+    def relist(self, now: float) -> dict[str, RuntimeSnapshot]:
         """{pod uid: snapshot} at `now`, after a non-blocking check of every running process."""
         return {uid: snapshot for uid in list(self._pods) if (snapshot := self.pod_snapshot(uid, now))}
 
-    def pod_snapshot(self, pod_uid: str, now: float) -> JSONDict | None:
+    def pod_snapshot(self, pod_uid: str, now: float) -> RuntimeSnapshot | None:
         """One pod's snapshot at `now` (None if unknown), newest container first like the sim runtime,
         so the fold takes a restart within the same second as the current instance."""
         state = self._pods.get(pod_uid)
         if state is None:
             return None
         changed = False
-        containers: list[JSONDict] = []
+        containers: list[RuntimeContainer] = []
         for c in reversed(state.containers.values()):
             changed |= self._poll(c, now)
             containers.append(c.record().snapshot())

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 
 from podledger.agents.runtime.base import ContainerRecord, exit_reason
-from podledger.types import JSONDict
+from podledger.types import JSONDict, RuntimeContainer, RuntimeSnapshot
 
 __all__ = [
     "ANNOTATION_EXIT_CODE",
@@ -106,7 +106,7 @@ class _Pod:
         self.sandbox_ready = True
         self.ip = ip
         self.containers: dict[str, _Container] = {}  # insertion order = creation order
-        self.cache: JSONDict | None = None
+        self.cache: RuntimeSnapshot | None = None
         self.valid_from = _INF
         self.valid_until = -_INF
 
@@ -233,34 +233,34 @@ class SimRuntime:
         if state is not None and state.containers.pop(container_id, None) is not None:
             state.cache = None
 
-    def relist(self, now: float) -> dict[str, JSONDict]:
+    def relist(self, now: float) -> dict[str, RuntimeSnapshot]:
         """{pod uid: snapshot} at `now`; a pod's snapshot is rebuilt only after a stage boundary."""
         return {uid: self._cached_snapshot(state, now) for uid, state in self._pods.items()}
 
-    def pod_snapshot(self, pod_uid: str, now: float) -> JSONDict | None:
+    def pod_snapshot(self, pod_uid: str, now: float) -> RuntimeSnapshot | None:
         """One pod's snapshot at `now`, or None if the runtime does not know the pod."""
         state = self._pods.get(pod_uid)
         return None if state is None else self._cached_snapshot(state, now)
 
-    def _cached_snapshot(self, state: _Pod, now: float) -> JSONDict:
+    def _cached_snapshot(self, state: _Pod, now: float) -> RuntimeSnapshot:
         if state.cache is None or not state.valid_from <= now < state.valid_until:
             return self._snapshot(state, now)
         return state.cache
 
-    def _snapshot(self, state: _Pod, now: float) -> JSONDict:
+    def _snapshot(self, state: _Pod, now: float) -> RuntimeSnapshot:
         """Build one pod's snapshot, newest container first.
 
         Newest first because the fold takes the first of equal created_at seconds as the current instance,
         so a restart within the same second still shows the new container as state and the old as lastState.
         """
         lo, hi = -_INF, _INF
-        containers: list[JSONDict] = []
+        containers: list[RuntimeContainer] = []
         for c in reversed(state.containers.values()):
             stage, since, until = c.stage(now)
             lo = max(lo, since)
             hi = min(hi, until)
             containers.append(c.record(stage).snapshot())
-        snapshot: JSONDict = {
+        snapshot: RuntimeSnapshot = {
             "containers": containers,
             "ips": [state.ip] if state.sandbox_ready else [],
             "runtime_type": self.runtime_type,

@@ -18,7 +18,7 @@ from datetime import datetime
 
 from podledger.agents.worker.lifecycle import BACKOFF_BASE_S, BACKOFF_CAP_S, crash_loop_message
 from podledger.streams import status as status_gen
-from podledger.types import JSONDict
+from podledger.types import JSONDict, RuntimeContainer, RuntimeSnapshot
 
 __all__ = [
     "KillAction",
@@ -60,15 +60,15 @@ def _epoch(ts: str | None) -> float | None:
     return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
 
 
-def latest_by_name(snapshot: JSONDict | None) -> dict[str, JSONDict]:
+def latest_by_name(snapshot: RuntimeSnapshot | None) -> dict[str, RuntimeContainer]:
     """The newest runtime instance of each container name (snapshots list containers newest first)."""
-    latest: dict[str, JSONDict] = {}
+    latest: dict[str, RuntimeContainer] = {}
     for c in (snapshot or {}).get("containers") or []:
         latest.setdefault(c["name"], c)
     return latest
 
 
-def running_container_ids(snapshot: JSONDict | None) -> list[str]:
+def running_container_ids(snapshot: RuntimeSnapshot | None) -> list[str]:
     return [c["id"] for c in (snapshot or {}).get("containers") or [] if c["state"] == "running"]
 
 
@@ -86,7 +86,7 @@ def backoff_next(entry: JSONDict | None, finished_at: float, now: float) -> JSON
     return {"delay": min(entry["delay"] * 2, BACKOFF_CAP_S), "last_update": now}
 
 
-def phase_from_runtime(pod: JSONDict, snapshot: JSONDict | None) -> str:
+def phase_from_runtime(pod: JSONDict, snapshot: RuntimeSnapshot | None) -> str:
     """The phase generateAPIPodStatus would give with podIsTerminal=false (SyncPod step 1)."""
     spec = pod.get("spec") or {}
     init = status_gen.convert_container_statuses(
@@ -100,7 +100,7 @@ def phase_from_runtime(pod: JSONDict, snapshot: JSONDict | None) -> str:
 
 def compute_pod_actions(
     pod: JSONDict,
-    snapshot: JSONDict | None,
+    snapshot: RuntimeSnapshot | None,
     now: float,
     *,
     backoff: dict[str, JSONDict] | None = None,
@@ -132,7 +132,7 @@ def compute_pod_actions(
     failures = probe_failures or {}
     meta = pod.get("metadata") or {}
 
-    def restart_or_wait(container: JSONDict, instance: JSONDict) -> None:
+    def restart_or_wait(container: JSONDict, instance: RuntimeContainer) -> None:
         """Start again unless the back-off holds it; a held container gets CrashLoopBackOff."""
         name = container["name"]
         finished = _epoch(instance.get("finished_at")) or now
@@ -149,7 +149,7 @@ def compute_pod_actions(
         actions.backoff[name] = backoff_next(entry, finished, now)
         actions.start.append(name)
 
-    def check_running(container: JSONDict, instance: JSONDict) -> None:
+    def check_running(container: JSONDict, instance: RuntimeContainer) -> None:
         probe = failures.get(instance["id"])
         if probe is not None:
             actions.kill.append(

@@ -33,7 +33,7 @@ from podledger.agents.worker.lifecycle import effective_grace_period, liveness_k
 from podledger.logs import PodLogger, pod_logger
 from podledger.schemas import models
 from podledger.streams import status as status_gen
-from podledger.types import TERMINAL_PHASES, JSONDict, Publish, Topic
+from podledger.types import TERMINAL_PHASES, JSONDict, Publish, RuntimeSnapshot, Topic
 
 __all__ = ["PodWorkers", "WorkerState"]
 
@@ -376,7 +376,7 @@ class PodWorkers:
         return 0.0 if w.removed else None
 
     async def _kill_all(
-        self, uid: str, snapshot: JSONDict | None, grace: float, pod: JSONDict | None = None
+        self, uid: str, snapshot: RuntimeSnapshot | None, grace: float, pod: JSONDict | None = None
     ) -> None:
         """Regular containers together, then sidecars in reverse start order (killPodWithSyncResult)."""
         running = running_container_ids(snapshot)
@@ -403,7 +403,7 @@ class PodWorkers:
         """Running containers whose liveness (or startup) result is Failure, by runtime id."""
         return {} if self.prober is None else dict(self.prober.probe_failures(uid))
 
-    def _sidecars_started(self, pod: JSONDict, snapshot: JSONDict | None) -> dict[str, bool]:
+    def _sidecars_started(self, pod: JSONDict, snapshot: RuntimeSnapshot | None) -> dict[str, bool]:
         """Running sidecars with a startup probe, by runtime id: started only once it succeeded (no
         result yet is not started). Containers without a startup probe count as started."""
         if self.prober is None:
