@@ -18,19 +18,19 @@ from pathlib import Path
 from typing import Any
 
 from aiokafka import TopicPartition
+
 from podledger.agents.mirror import MirrorPods
 from podledger.agents.pleg import Pleg
-from podledger.agents.probe_checks import SUCCESS, CheckOutcome, run_check
-from podledger.agents.prober import Prober
+from podledger.agents.prober import CheckOutcome, CheckResult, Prober, run_check
 from podledger.agents.sources.pod_config import PodStorage
 from podledger.agents.worker.pod_worker import PodWorkers
-from podledger.schemas import DecodeError, decode, models
-from podledger.streams.status import json_copy
-
 from podledger.config import Settings
 from podledger.errors import UserError
 from podledger.kafka import Publisher, new_consumer, read_to_end
 from podledger.partitioner import partition_for_node
+from podledger.schemas import DecodeError, decode, models
+from podledger.streams.status import json_copy
+from podledger.types import PlegEventType, ProbeType
 
 __all__ = ["NodeAgent", "build_sources", "make_runtime"]
 
@@ -40,7 +40,7 @@ RUNTIMES = ("process", "sim")
 
 async def _sim_check(probe: Any, container: Any, *, host: str) -> CheckOutcome:
     """Sim containers have no endpoints: every probe succeeds."""
-    return CheckOutcome(SUCCESS, "", None)
+    return CheckOutcome(CheckResult.SUCCESS)
 
 
 def make_runtime(settings: Settings) -> Any:
@@ -143,7 +143,7 @@ class NodeAgent:
 
     async def _publish_pleg(self, event: models.PlegEvent) -> asyncio.Future[Any]:
         delivery = await self.publisher.send("pleg", event.uid, event, self.node)
-        if event.type != "ContainerRemoved":
+        if event.type != PlegEventType.CONTAINER_REMOVED:
             self.workers.wake(event.uid)
         return delivery
 
@@ -162,7 +162,7 @@ class NodeAgent:
     def _on_probe_change(self, result: models.ProbeResult) -> None:
         # Liveness and startup failures make the worker kill the container (R3.5); startup success
         # may let the next init container start.
-        if result.probe != "readiness":
+        if result.probe != ProbeType.READINESS:
             self.workers.wake(result.uid)
 
     def health(self) -> tuple[bool, str]:

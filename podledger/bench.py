@@ -40,9 +40,9 @@ def broker_for_bench(settings: Settings) -> Settings:
     """The broker PODLEDGER_BOOTSTRAP names, else the local one `make demo` uses (started if needed)."""
     if settings.bootstrap:
         return settings
-    from podledger import localstack
+    from podledger import local
 
-    kafka, _ = localstack.up(kafka=True, kube=False)
+    kafka, _ = local.up(kafka=True, kube=False)
     assert kafka is not None
     say(f"using the local broker at {kafka.bootstrap} (stop it with 'podledger local down')")
     return replace(settings, bootstrap=kafka.bootstrap)
@@ -332,7 +332,7 @@ def bench_sink(
     this process sees each write arrive."""
     import threading
 
-    from podledger import localstack
+    from podledger import local
     from podledger.agents.kube import Kube
 
     settings = broker_for_bench(
@@ -345,7 +345,7 @@ def bench_sink(
     )
     kubeconfig = settings.kubeconfig
     if not kubeconfig:
-        _, kube_handle = localstack.up(kafka=False, kube=True)
+        _, kube_handle = local.up(kafka=False, kube=True)
         assert kube_handle is not None
         kubeconfig = kube_handle.kubeconfig
         say(f"using the local apiserver at {kube_handle.server}")

@@ -105,7 +105,7 @@ class Settings:
         """The process runtime's state directory: one per node, so agents of several nodes never share it."""
         if self.runtime_state_dir:
             return self.runtime_state_dir
-        from podledger.localstack import cache_dir
+        from podledger.paths import cache_dir
 
         return str(cache_dir() / "runtime" / self.node)
 

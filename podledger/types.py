@@ -72,6 +72,16 @@ INGRESS_TOPICS: tuple[Topic, ...] = (
 """The topics node agents write and the fold reads."""
 
 
+class PlegEventType(StrEnum):
+    """Pod lifecycle event types, as the kubelet's PLEG names them (pleg.PodLifeCycleEventType)."""
+
+    CONTAINER_STARTED = "ContainerStarted"
+    CONTAINER_DIED = "ContainerDied"
+    CONTAINER_REMOVED = "ContainerRemoved"
+    CONTAINER_CHANGED = "ContainerChanged"  # produced by the diff, never published by the relist
+    POD_SYNC = "PodSync"  # declared upstream, never emitted by the generic relist
+
+
 class PodOp(StrEnum):
     """pod-updates operations, as the kubelet's PodConfig emits them (kubetypes.PodOperation)."""
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from podledger.schemas import models
 from podledger.streams.status import rfc3339
-from podledger.types import JSONDict, Topic
+from podledger.types import JSONDict, PlegEventType, Topic
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +104,7 @@ class PodLife:
                 Topic.PLEG,
                 self.uid,
                 self.node,
-                models.PlegEvent(self.uid, self.node, "ContainerStarted", cid, runtime, ts),
+                models.PlegEvent(self.uid, self.node, PlegEventType.CONTAINER_STARTED, cid, runtime, ts),
                 ts,
             )
         if phase == 1:
@@ -122,7 +122,7 @@ class PodLife:
                 Topic.PLEG,
                 self.uid,
                 self.node,
-                models.PlegEvent(self.uid, self.node, "ContainerDied", cid, runtime, ts),
+                models.PlegEvent(self.uid, self.node, PlegEventType.CONTAINER_DIED, cid, runtime, ts),
                 ts,
             )
         self.restarts += 1

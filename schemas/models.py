@@ -1,8 +1,8 @@
 """Python models of the topic values, version 1.
 
 Each model mirrors `<topic>.v1.json` field for field; `tests/test_schemas.py` keeps the two in
-agreement. Pods and statuses stay plain JSON-shaped dicts (DESIGN principle 6): the models wrap
-the envelope, never the Kubernetes objects inside it.
+agreement. Pods and statuses stay plain JSON-shaped dicts (see "Plain data" in
+docs/architecture.md): the models wrap the envelope, never the Kubernetes objects inside it.
 """
 
 from __future__ import annotations
@@ -11,18 +11,9 @@ from dataclasses import dataclass, field
 
 from podledger.types import JSONDict
 
-POD_UPDATE_OPS = ("ADD", "UPDATE", "DELETE", "REMOVE", "RECONCILE")
+# The closed sets a value's fields draw from are the enums of podledger.types (PodOp,
+# PlegEventType, ProbeType, ProbeResult, LifecycleKind); the JSON schemas list the same values.
 POD_SOURCES = ("file", "http", "api")
-PLEG_EVENT_TYPES = (
-    "ContainerStarted",
-    "ContainerDied",
-    "ContainerRemoved",
-    "ContainerChanged",
-    "PodSync",
-)
-PROBE_TYPES = ("liveness", "readiness", "startup")
-PROBE_RESULTS = ("Success", "Failure", "Unknown")
-LIFECYCLE_KINDS = ("sync_result", "terminating", "terminated")
 DEAD_LETTER_REASONS = ("malformed", "schema", "unknown_op", "oversize", "unknown_pod")
 
 
@@ -49,7 +40,7 @@ class PlegEvent:
     node: str
     type: str
     container_id: str | None
-    runtime: JSONDict
+    runtime: JSONDict  # a RuntimeSnapshot as the agent sent it; the wire does not promise its keys
     ts_ms: int
 
 

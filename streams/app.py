@@ -19,13 +19,14 @@ from aiokafka import AIOKafkaProducer, TopicPartition
 
 from podledger.config import Settings
 from podledger.kafka import new_consumer, read_to_end
-from podledger.localstack import cache_dir
 from podledger.partitioner import partition_for_node
+from podledger.paths import cache_dir
 from podledger.schemas import DecodeError, decode, encode
 from podledger.streams.batch import Batch, BatchFold
 from podledger.streams.fold import Coordinates, HoldLimits, Output
 from podledger.streams.state import FoldState
-from podledger.streams.topics import ALL_TOPICS, INGRESS
+from podledger.streams.topics import ALL_TOPICS
+from podledger.types import INGRESS_TOPICS
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +86,7 @@ class Pipeline:
             )
             for spec in ALL_TOPICS
         }
-        self._by_kafka_name = {settings.topic(name): name for name in INGRESS}
+        self._by_kafka_name = {settings.topic(name): name for name in INGRESS_TOPICS}
         self.state = FoldState(settings)
         self._recovered: set[int] = set()  # partitions whose journal tail was re-applied
         self._waiting: set[bytes] = set()  # records holding events for unannounced pods
@@ -94,7 +95,7 @@ class Pipeline:
         if fold:
             self.app.on_partitions_revoked.connect(self._on_revoked)
             ingress = self.app.topic(
-                *(settings.topic(name) for name in INGRESS),
+                *(settings.topic(name) for name in INGRESS_TOPICS),
                 key_type=bytes,
                 value_type=bytes,
                 key_serializer="raw",

@@ -17,7 +17,7 @@ Reason cache: {container name: {"reason": "CrashLoopBackOff", "message": "..."}}
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import orjson
@@ -62,7 +62,7 @@ def json_copy(value: Any) -> Any:
     return orjson.loads(orjson.dumps(value))
 
 
-def is_sidecar(container: JSONDict) -> bool:
+def is_sidecar(container: Mapping[str, Any]) -> bool:
     """A restartable init container (init container with restartPolicy Always)."""
     return container.get("restartPolicy") == "Always"
 

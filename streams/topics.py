@@ -54,7 +54,6 @@ INTERNAL_TOPICS: tuple[TopicSpec, ...] = (
     TopicSpec(Topic.SINK_STATE, "compact", -1, "the last version the sink wrote, per API pod"),
 )
 ALL_TOPICS = TOPICS + INTERNAL_TOPICS
-INGRESS = (Topic.POD_UPDATES, Topic.PLEG, Topic.PROBE_RESULTS, Topic.POD_LIFECYCLE)
 
 
 @dataclass(frozen=True, slots=True)

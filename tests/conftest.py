@@ -1,7 +1,7 @@
 """Fixtures for tests on the real parts.
 
 `kafka_bootstrap` and `kubeconfig` start a real Kafka broker and a real etcd + kube-apiserver
-(deploy/local via podledger.localstack) once per test session on free loopback ports, or use the
+(deploy/local via podledger.local) once per test session on free loopback ports, or use the
 ones PODLEDGER_BOOTSTRAP / KUBECONFIG name. They are stopped at the end of the session, also
 when tests fail; their logs are printed when any test failed.
 """
@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from aiokafka import AIOKafkaConsumer
 
-from podledger import localstack
+from podledger import local
 from podledger.config import Settings
 
 _started: list[Any] = []
@@ -45,15 +45,13 @@ def _users_or_ours(env_var: str, start: Callable[[Path], Any], workdir: Path, at
 @pytest.fixture(scope="session")
 def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     yield from _users_or_ours(
-        "PODLEDGER_BOOTSTRAP", localstack.start_kafka, tmp_path_factory.mktemp("kafka"), "bootstrap"
+        "PODLEDGER_BOOTSTRAP", local.start_kafka, tmp_path_factory.mktemp("kafka"), "bootstrap"
     )
 
 
 @pytest.fixture(scope="session")
 def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    yield from _users_or_ours(
-        "KUBECONFIG", localstack.start_kube, tmp_path_factory.mktemp("kube"), "kubeconfig"
-    )
+    yield from _users_or_ours("KUBECONFIG", local.start_kube, tmp_path_factory.mktemp("kube"), "kubeconfig")
 
 
 @pytest.fixture
@@ -211,4 +209,4 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     for handle in _started:
         logs = [handle.log] if hasattr(handle, "log") else list(handle.logs)
         for path in logs:
-            sys.stderr.write(f"\n--- last lines of {path} ---\n{localstack._log_tail(Path(path), 40)}\n")
+            sys.stderr.write(f"\n--- last lines of {path} ---\n{local.log_tail(Path(path), 40)}\n")

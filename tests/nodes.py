@@ -10,9 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from podledger.agents.kube import Kube
-from podledger.streams.topics import ensure_topics
-
 from podledger.config import Settings
+from podledger.streams.topics import ensure_topics
 from tests.conftest import podledger_env
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import orjson
 import pytest
+
 from podledger.agents.sink import decisions as api_sync
 
 NOW = "2026-01-01T10:00:00Z"

@@ -7,11 +7,11 @@ import asyncio
 import uuid
 
 import pytest
+
 from podledger.agents.kube import Kube
+from podledger.config import Settings
 from podledger.schemas import decode
 from podledger.streams.topics import ensure_topics
-
-from podledger.config import Settings
 from tests.conftest import podledger_env, read_topic, wait_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.kube]

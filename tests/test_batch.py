@@ -10,7 +10,6 @@ from typing import Any
 from podledger.schemas import encode
 from podledger.streams.batch import BatchFold, is_marker, marker_key
 from podledger.streams.fold import Coordinates, HoldLimits
-
 from podledger.workload import workload
 
 LIMITS = HoldLimits()

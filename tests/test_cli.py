@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from podledger import localstack
+from podledger import local
 from podledger.cli import build_parser
 
 SUBCOMMANDS = ["run", "node", "topics", "fold", "bench", "schema", "local", "demo"]
@@ -82,13 +82,13 @@ def test_unreachable_apiserver(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "kubeconfig"
     ca = tmp_path / "ca.crt"
     ca.write_text("")
-    localstack.write_kubeconfig(kubeconfig, f"https://127.0.0.1:{localstack.free_port()}", ca, "token")
+    local.write_kubeconfig(kubeconfig, f"https://127.0.0.1:{local.free_port()}", ca, "token")
     result = podledger("run", "--bootstrap", "127.0.0.1:1", env={"KUBECONFIG": str(kubeconfig)})
     assert_one_line_error(result, "cannot reach the apiserver", "KUBECONFIG")
 
 
 def test_unreachable_broker() -> None:
-    port = localstack.free_port()
+    port = local.free_port()
     result = podledger("topics", "create", "--bootstrap", f"127.0.0.1:{port}", timeout=60)
     assert_one_line_error(result, "cannot reach the Kafka broker", f"127.0.0.1:{port}", "PODLEDGER_BOOTSTRAP")
 
@@ -128,6 +128,6 @@ def test_missing_java_or_maven(tmp_path: Path, present: tuple[str, ...], missing
 def test_missing_go(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     # Kafka's jars are already there; etcd and kube-apiserver would need Go.
-    shutil.copytree(localstack.fetch_kafka().parent, cache / localstack.fetch_kafka().parent.name)
+    shutil.copytree(local.fetch_kafka().parent, cache / local.fetch_kafka().parent.name)
     env = {"PATH": _path_with(tmp_path, "java", "mvn"), "PODLEDGER_CACHE": str(cache)}
     assert_one_line_error(podledger("local", "fetch", env=env), "go is not installed", "install Go")

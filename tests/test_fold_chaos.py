@@ -17,10 +17,10 @@ import time
 from pathlib import Path
 
 import pytest
-from podledger.schemas import decode, encode
-from podledger.streams.topics import ensure_topics
 
 from podledger.config import Settings
+from podledger.schemas import decode, encode
+from podledger.streams.topics import ensure_topics
 from podledger.workload import produce, workload
 from tests.conftest import read_topic, wait_for
 from tests.test_fold_pipeline import assert_versions_have_no_gaps, fold_env, history_by_version, offline_fold

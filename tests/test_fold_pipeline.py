@@ -13,11 +13,11 @@ from pathlib import Path
 import orjson
 import pytest
 from aiokafka import AIOKafkaProducer
-from podledger.schemas import decode, encode
-from podledger.streams.topics import ensure_topics
 
 from podledger.config import Settings
 from podledger.partitioner import partition_for_node
+from podledger.schemas import decode, encode
+from podledger.streams.topics import ensure_topics
 from podledger.workload import produce, workload
 from tests.conftest import read_topic, wait_for
 

@@ -7,6 +7,7 @@ The test_grace_period_* cases are §7.6's vectors, in order; the rest pin the ba
 from __future__ import annotations
 
 import pytest
+
 from podledger.agents.worker.lifecycle import (
     backoff_reset,
     crash_loop_backoff,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from podledger import localstack
+from podledger import local
 from tests.test_cli import _path_with, podledger
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -19,9 +19,9 @@ def _cache_with_artifacts(tmp_path: Path) -> Path:
     """A cache of its own that links to the artifacts already built (no rebuild, no shared state)."""
     cache = tmp_path / "cache"
     cache.mkdir()
-    libs = localstack.fetch_kafka()
+    libs = local.fetch_kafka()
     (cache / libs.parent.name).symlink_to(libs.parent)
-    (cache / "bin").symlink_to(localstack.fetch_etcd().parent)
+    (cache / "bin").symlink_to(local.fetch_etcd().parent)
     return cache
 
 

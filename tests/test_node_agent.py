@@ -16,14 +16,14 @@ from typing import Any
 
 import orjson
 import pytest
+
 from podledger.agents.node import NodeAgent
 from podledger.agents.runtime.process import ProcessRuntime
 from podledger.agents.runtime.sim import SimRuntime
+from podledger.config import Settings
 from podledger.schemas import decode
 from podledger.streams.replay import replay
 from podledger.streams.topics import ensure_topics
-
-from podledger.config import Settings
 from tests.conftest import podledger_env, read_topic, wait_for
 from tests.nodes import free_port
 

@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from podledger.agents.kube import KubeError
-from podledger.schemas import decode
 
+from podledger.agents.kube import KubeError
 from podledger.config import Settings
+from podledger.schemas import decode
 from tests.conftest import read_topic, wait_for
 from tests.nodes import alive as _alive
 from tests.nodes import container_status as _container

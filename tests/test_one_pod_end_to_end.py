@@ -7,12 +7,12 @@ import uuid
 
 import orjson
 import pytest
-from podledger.agents.kube import Kube
-from podledger.schemas import decode
-from podledger.streams.topics import ensure_topics
 
+from podledger.agents.kube import Kube
 from podledger.config import Settings
 from podledger.partitioner import partition_for_node
+from podledger.schemas import decode
+from podledger.streams.topics import ensure_topics
 from tests.conftest import podledger_env, read_topic, wait_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.kube]

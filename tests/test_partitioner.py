@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from podledger import localstack
+from podledger import local
 from podledger.partitioner import partition_for_node
 
 NODES = ["node-a", "node-b", "worker-17", "ip-10-0-3-4.ec2.internal", "ノード", ""]
@@ -35,7 +35,7 @@ def test_matches_kafkas_java_murmur2(tmp_path: Path) -> None:
     """A Java or Go service keyed by node name computes the same partition we do."""
     java = shutil.which("java")
     assert java, "java is needed for this test"
-    libs = localstack.fetch_kafka()
+    libs = local.fetch_kafka()
     source = tmp_path / "Murmur.java"
     source.write_text(
         "import org.apache.kafka.common.utils.Utils;\n"

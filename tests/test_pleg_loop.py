@@ -6,9 +6,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from podledger.agents.pleg import CONTAINER_DIED, CONTAINER_STARTED, Pleg
+from podledger.agents.pleg import Pleg
 from podledger.agents.runtime.sim import ANNOTATION_EXIT_CODE, ANNOTATION_RUN_SECONDS, SimRuntime
 from podledger.schemas import decode, encode
+from podledger.types import PlegEventType
 
 
 class Clock:
@@ -50,7 +51,7 @@ def test_pleg_publishes_started_then_died_with_snapshots() -> None:
 
     asyncio.run(scenario())
     app_events = [e for e in published if e.container_id != published[0].runtime["sandbox"]["id"]]
-    assert [e.type for e in app_events] == [CONTAINER_STARTED, CONTAINER_DIED]
+    assert [e.type for e in app_events] == [PlegEventType.CONTAINER_STARTED, PlegEventType.CONTAINER_DIED]
     died = app_events[1]
     [app] = [c for c in died.runtime["containers"] if c["name"] == "app"]
     assert (app["state"], app["exit_code"], died.uid, died.node) == ("exited", 3, "u1", "node-1")

@@ -10,17 +10,16 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from podledger.agents.pleg import (
-    CONTAINER_DIED,
-    CONTAINER_REMOVED,
-    CONTAINER_STARTED,
     RELIST_THRESHOLD_S,
-    PlegEvent,
+    PodLifecycleEvent,
     RelistHealth,
     generate_events,
     pleg_state,
     relist_events,
 )
+from podledger.types import PlegEventType
 
 JSONDict = dict[str, Any]
 
@@ -30,8 +29,8 @@ def pod(*containers: tuple[str, str]) -> JSONDict:
     return {"containers": [{"id": cid, "name": cid, "state": state} for cid, state in containers]}
 
 
-def ev(uid: str, kind: str, cid: str) -> PlegEvent:
-    return PlegEvent(uid, kind, cid)
+def ev(uid: str, kind: str, cid: str) -> PodLifecycleEvent:
+    return PodLifecycleEvent(uid, kind, cid)
 
 
 @pytest.mark.parametrize(
@@ -55,9 +54,9 @@ def test_TestRelisting() -> None:
     }
     # Step 1: every running/exited container seen for the first time is reported; c3 (unknown) is not.
     assert relist_events({}, relist1) == [
-        ev("1234", CONTAINER_DIED, "c1"),
-        ev("1234", CONTAINER_STARTED, "c2"),
-        ev("4567", CONTAINER_DIED, "c1"),
+        ev("1234", PlegEventType.CONTAINER_DIED, "c1"),
+        ev("1234", PlegEventType.CONTAINER_STARTED, "c2"),
+        ev("4567", PlegEventType.CONTAINER_DIED, "c1"),
     ]
     # Step 2: nothing changed, nothing sent.
     assert relist_events(relist1, relist1) == []
@@ -67,11 +66,11 @@ def test_TestRelisting() -> None:
         "4567": pod(("c4", "running")),
     }
     assert relist_events(relist1, relist3) == [
-        ev("1234", CONTAINER_REMOVED, "c1"),
-        ev("1234", CONTAINER_DIED, "c2"),
-        ev("1234", CONTAINER_STARTED, "c3"),
-        ev("4567", CONTAINER_REMOVED, "c1"),
-        ev("4567", CONTAINER_STARTED, "c4"),
+        ev("1234", PlegEventType.CONTAINER_REMOVED, "c1"),
+        ev("1234", PlegEventType.CONTAINER_DIED, "c2"),
+        ev("1234", PlegEventType.CONTAINER_STARTED, "c3"),
+        ev("4567", PlegEventType.CONTAINER_REMOVED, "c1"),
+        ev("4567", PlegEventType.CONTAINER_STARTED, "c4"),
     ]
 
 
@@ -84,9 +83,9 @@ def test_testReportMissingContainers(num_relists: int) -> None:
         previous = first
     # c2 stopped and was removed between relists: Died then Removed. c3 was already exited: Removed only.
     assert relist_events(previous, {"1234": pod(("c1", "running"))}) == [
-        ev("1234", CONTAINER_DIED, "c2"),
-        ev("1234", CONTAINER_REMOVED, "c2"),
-        ev("1234", CONTAINER_REMOVED, "c3"),
+        ev("1234", PlegEventType.CONTAINER_DIED, "c2"),
+        ev("1234", PlegEventType.CONTAINER_REMOVED, "c2"),
+        ev("1234", PlegEventType.CONTAINER_REMOVED, "c3"),
     ]
 
 
@@ -98,8 +97,8 @@ def test_testReportMissingPods(num_relists: int) -> None:
         relist_events(previous, first)
         previous = first
     assert relist_events(previous, {}) == [
-        ev("1234", CONTAINER_DIED, "c2"),
-        ev("1234", CONTAINER_REMOVED, "c2"),
+        ev("1234", PlegEventType.CONTAINER_DIED, "c2"),
+        ev("1234", PlegEventType.CONTAINER_REMOVED, "c2"),
     ]
 
 
@@ -114,23 +113,23 @@ def test_unknown_state_yields_no_event() -> None:
 def test_unknown_then_gone_reports_died_and_removed() -> None:
     """R2.2: non-existent after anything but exited is Died then Removed."""
     assert relist_events({"p": pod(("c1", "unknown"))}, {}) == [
-        ev("p", CONTAINER_DIED, "c1"),
-        ev("p", CONTAINER_REMOVED, "c1"),
+        ev("p", PlegEventType.CONTAINER_DIED, "c1"),
+        ev("p", PlegEventType.CONTAINER_REMOVED, "c1"),
     ]
 
 
 def test_sandbox_is_diffed_like_a_container() -> None:
     old = {"p": {"containers": [], "sandbox": {"id": "s1", "ready": True}}}
     new = {"p": {"containers": [], "sandbox": {"id": "s1", "ready": False}}}
-    assert relist_events({}, old) == [ev("p", CONTAINER_STARTED, "s1")]
-    assert relist_events(old, new) == [ev("p", CONTAINER_DIED, "s1")]
-    assert relist_events(new, {}) == [ev("p", CONTAINER_REMOVED, "s1")]
+    assert relist_events({}, old) == [ev("p", PlegEventType.CONTAINER_STARTED, "s1")]
+    assert relist_events(old, new) == [ev("p", PlegEventType.CONTAINER_DIED, "s1")]
+    assert relist_events(new, {}) == [ev("p", PlegEventType.CONTAINER_REMOVED, "s1")]
 
 
-def test_PlegEvent_is_frozen() -> None:
-    event = ev("p", CONTAINER_STARTED, "c1")
+def test_PodLifecycleEvent_is_frozen() -> None:
+    event = ev("p", PlegEventType.CONTAINER_STARTED, "c1")
     with pytest.raises(AttributeError):
-        event.type = CONTAINER_DIED  # type: ignore[misc]
+        event.type = PlegEventType.CONTAINER_DIED  # type: ignore[misc]
 
 
 def test_TestHealthy() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from podledger.agents.runtime.base import ContainerRecord
 from podledger.agents.worker.actions import (
     backoff_active,

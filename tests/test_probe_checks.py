@@ -19,25 +19,14 @@ from typing import Any
 import grpc
 import grpc.aio
 import pytest
-from podledger.agents.probe_checks import (
-    FAILURE,
-    SUCCESS,
-    UNKNOWN,
-    WARNING,
-    decode_health_response,
-    encode_health_request,
-    exec_check,
-    expand_command,
-    grpc_check,
-    http_get_check,
-    resolve_port,
-    run_check,
-    tcp_check,
-)
-from podledger.agents.prober import FAILURE as RESULT_FAILURE
-from podledger.agents.prober import READINESS, Prober
+
+from podledger.agents.prober import CheckResult, Prober
+from podledger.agents.prober.checks import exec_check, grpc_check, http_get_check, run_check, tcp_check
+from podledger.agents.prober.grpc_health import decode_health_response, encode_health_request
+from podledger.agents.prober.specs import expand_command, resolve_port
 from podledger.schemas import decode, encode, models
 from podledger.streams.status import rfc3339
+from podledger.types import ProbeResult, ProbeType
 
 # A self-signed certificate for the HTTPS case (probes never verify certificates).
 TEST_CERT = """-----BEGIN CERTIFICATE-----
@@ -164,27 +153,30 @@ def http(server: Server, path: str, **kwargs: Any) -> Any:
 
 def test_http_200_is_success(http_server: Server) -> None:
     outcome = http(http_server, "/ok")
-    assert (outcome.result, outcome.output, outcome.error) == (SUCCESS, "fine", None)
+    assert (outcome.result, outcome.output, outcome.error) == (CheckResult.SUCCESS, "fine", None)
 
 
 def test_http_500_is_failure_without_the_body(http_server: Server) -> None:
     outcome = http(http_server, "/fail")
-    assert (outcome.result, outcome.output) == (FAILURE, "HTTP probe failed with statuscode: 500")
+    assert (outcome.result, outcome.output) == (CheckResult.FAILURE, "HTTP probe failed with statuscode: 500")
 
 
 def test_http_slow_answer_times_out_as_failure(http_server: Server) -> None:
     started = time.monotonic()
     outcome = http(http_server, "/slow", timeout_s=0.3)
-    assert outcome.result == FAILURE and outcome.error is None
+    assert outcome.result == CheckResult.FAILURE and outcome.error is None
     assert "Client.Timeout exceeded" in outcome.output
     assert time.monotonic() - started < 1.2
 
 
 def test_http_headers_reach_the_server(http_server: Server) -> None:
     outcome = http(http_server, "/headers", headers=[{"name": "X-Custom", "value": "v1"}])
-    assert outcome.result == SUCCESS
-    assert http(http_server, "/headers").result == FAILURE  # the server insists on X-Custom
-    assert http(http_server, "/host", headers=[{"name": "Host", "value": "example.test"}]).result == SUCCESS
+    assert outcome.result == CheckResult.SUCCESS
+    assert http(http_server, "/headers").result == CheckResult.FAILURE  # the server insists on X-Custom
+    assert (
+        http(http_server, "/host", headers=[{"name": "Host", "value": "example.test"}]).result
+        == CheckResult.SUCCESS
+    )
 
 
 def test_http_empty_accept_header_removes_it(http_server: Server) -> None:
@@ -195,32 +187,38 @@ def test_http_empty_accept_header_removes_it(http_server: Server) -> None:
 
 def test_http_redirects(http_server: Server) -> None:
     same = http(http_server, "/redirect-same")
-    assert (same.result, same.output) == (SUCCESS, "fine")  # followed to /ok
+    assert (same.result, same.output) == (CheckResult.SUCCESS, "fine")  # followed to /ok
     other = http(http_server, "/redirect-other-host")
-    assert (other.result, other.output) == (WARNING, "Probe terminated redirects, Response body: moved")
+    assert (other.result, other.output) == (
+        CheckResult.WARNING,
+        "Probe terminated redirects, Response body: moved",
+    )
     assert [path for path, _ in http_server.requests].count("/ok") == 1  # the other host was not visited
     loop = http(http_server, "/redirect-loop")
-    assert loop.result == FAILURE and "stopped after 10 redirects" in loop.output
+    assert loop.result == CheckResult.FAILURE and "stopped after 10 redirects" in loop.output
     assert [path for path, _ in http_server.requests].count("/redirect-loop") == 10
 
 
 def test_http_connection_refused_is_failure() -> None:
     outcome = asyncio.run(http_get_check(f"http://127.0.0.1:{free_port()}/ok"))
-    assert outcome.result == FAILURE and outcome.error is None and outcome.output
+    assert outcome.result == CheckResult.FAILURE and outcome.error is None and outcome.output
 
 
 def test_https_does_not_verify_certificates(https_server: Server) -> None:
     spec = {"httpGet": {"scheme": "HTTPS", "port": https_server.port, "path": "/ok"}}
     outcome = asyncio.run(run_check(spec, {"name": "c"}))
-    assert (outcome.result, outcome.output) == (SUCCESS, "fine")
+    assert (outcome.result, outcome.output) == (CheckResult.SUCCESS, "fine")
 
 
 def test_http_named_port_from_the_container(http_server: Server) -> None:
     container = {"name": "web", "ports": [{"name": "http", "containerPort": http_server.port}]}
     spec = {"httpGet": {"port": "http", "path": "ok"}, "timeoutSeconds": 1}
-    assert asyncio.run(run_check(spec, container)).result == SUCCESS
+    assert asyncio.run(run_check(spec, container)).result == CheckResult.SUCCESS
     missing = asyncio.run(run_check({"httpGet": {"port": "metrics"}}, container))
-    assert (missing.result, missing.error) == (UNKNOWN, "port metrics not found")  # an error: retried
+    assert (missing.result, missing.error) == (
+        CheckResult.UNKNOWN,
+        "port metrics not found",
+    )  # an error: retried
 
 
 def test_resolve_port() -> None:
@@ -241,14 +239,14 @@ def test_tcp_listening_port_is_success_and_closed_port_failure() -> None:
         listener.bind(("127.0.0.1", 0))
         listener.listen()
         port = listener.getsockname()[1]
-        assert asyncio.run(tcp_check("127.0.0.1", port)).result == SUCCESS
+        assert asyncio.run(tcp_check("127.0.0.1", port)).result == CheckResult.SUCCESS
         named = {"tcpSocket": {"port": "db"}}
         assert (
             asyncio.run(run_check(named, {"ports": [{"name": "db", "containerPort": port}]})).result
-            == SUCCESS
+            == CheckResult.SUCCESS
         )
     closed = asyncio.run(tcp_check("127.0.0.1", free_port()))
-    assert closed.result == FAILURE and closed.error is None
+    assert closed.result == CheckResult.FAILURE and closed.error is None
     assert "refused" in closed.output.lower()
 
 
@@ -256,26 +254,30 @@ def test_tcp_listening_port_is_success_and_closed_port_failure() -> None:
 
 
 def test_exec_exit_codes() -> None:
-    assert asyncio.run(exec_check(["true"])).result == SUCCESS
-    assert asyncio.run(exec_check(["false"])).result == FAILURE
+    assert asyncio.run(exec_check(["true"])).result == CheckResult.SUCCESS
+    assert asyncio.run(exec_check(["false"])).result == CheckResult.FAILURE
     outcome = asyncio.run(exec_check(["sh", "-c", "echo hello; exit 3"]))
-    assert (outcome.result, outcome.output) == (FAILURE, "hello\n")
+    assert (outcome.result, outcome.output) == (CheckResult.FAILURE, "hello\n")
 
 
 def test_exec_timeout_is_failure() -> None:
     started = time.monotonic()
     outcome = asyncio.run(run_check({"exec": {"command": ["sleep", "5"]}, "timeoutSeconds": 1}))
-    assert (outcome.result, outcome.output, outcome.error) == (FAILURE, 'command "sleep 5" timed out', None)
+    assert (outcome.result, outcome.output, outcome.error) == (
+        CheckResult.FAILURE,
+        'command "sleep 5" timed out',
+        None,
+    )
     assert time.monotonic() - started < 2.5
 
 
 def test_exec_uses_the_container_env() -> None:
     container = {"name": "c", "env": [{"name": "GREETING", "value": "hi"}]}
     shell = {"exec": {"command": ["sh", "-c", 'test "$GREETING" = hi']}}
-    assert asyncio.run(run_check(shell, container)).result == SUCCESS
-    assert asyncio.run(run_check(shell, {"name": "c"})).result == FAILURE
+    assert asyncio.run(run_check(shell, container)).result == CheckResult.SUCCESS
+    assert asyncio.run(run_check(shell, {"name": "c"})).result == CheckResult.FAILURE
     expanded = {"exec": {"command": ["test", "$(GREETING)", "=", "hi"]}}  # $(VAR) expansion, as upstream
-    assert asyncio.run(run_check(expanded, container)).result == SUCCESS
+    assert asyncio.run(run_check(expanded, container)).result == CheckResult.SUCCESS
 
 
 def test_expand_command() -> None:
@@ -292,7 +294,7 @@ def test_expand_command() -> None:
 
 def test_exec_missing_binary_is_an_error() -> None:
     outcome = asyncio.run(exec_check(["/nonexistent/probe-binary"]))
-    assert outcome.result == UNKNOWN and outcome.error is not None
+    assert outcome.result == CheckResult.UNKNOWN and outcome.error is not None
 
 
 # --------------------------------------------------------------------------- grpc
@@ -335,14 +337,17 @@ async def _with_grpc_server(body: Any, *, health: bool = True) -> None:
 
 def test_grpc_health_serving_and_not_serving() -> None:
     async def body(port: int) -> None:
-        assert (await grpc_check("127.0.0.1", port, service="good")).result == SUCCESS
-        assert (await grpc_check("127.0.0.1", port)).result == SUCCESS  # the server as a whole
+        assert (await grpc_check("127.0.0.1", port, service="good")).result == CheckResult.SUCCESS
+        assert (await grpc_check("127.0.0.1", port)).result == CheckResult.SUCCESS  # the server as a whole
         bad = await grpc_check("127.0.0.1", port, service="bad")
-        assert (bad.result, bad.output) == (FAILURE, 'service unhealthy (responded with "NOT_SERVING")')
+        assert (bad.result, bad.output) == (
+            CheckResult.FAILURE,
+            'service unhealthy (responded with "NOT_SERVING")',
+        )
         unknown = await grpc_check("127.0.0.1", port, service="nope")
-        assert unknown.result == FAILURE and "code = NotFound" in unknown.output
+        assert unknown.result == CheckResult.FAILURE and "code = NotFound" in unknown.output
         via_spec = await run_check({"grpc": {"port": port, "service": "bad"}, "timeoutSeconds": 1})
-        assert via_spec.result == FAILURE
+        assert via_spec.result == CheckResult.FAILURE
 
     asyncio.run(_with_grpc_server(body))
 
@@ -350,7 +355,7 @@ def test_grpc_health_serving_and_not_serving() -> None:
 def test_grpc_without_health_service_is_failure() -> None:
     async def body(port: int) -> None:
         outcome = await grpc_check("127.0.0.1", port)
-        assert outcome.result == FAILURE
+        assert outcome.result == CheckResult.FAILURE
         assert outcome.output.startswith("error: this server does not implement the grpc health protocol")
 
     asyncio.run(_with_grpc_server(body, health=False))
@@ -359,7 +364,9 @@ def test_grpc_without_health_service_is_failure() -> None:
 def test_grpc_nothing_listening_times_out_as_failure() -> None:
     started = time.monotonic()
     outcome = asyncio.run(grpc_check("127.0.0.1", free_port(), timeout_s=0.3))
-    assert outcome.result == FAILURE and outcome.output.startswith("timeout: failed to connect service")
+    assert outcome.result == CheckResult.FAILURE and outcome.output.startswith(
+        "timeout: failed to connect service"
+    )
     assert time.monotonic() - started < 2
 
 
@@ -438,14 +445,14 @@ def test_prober_end_to_end_against_a_flipping_http_server(http_server: Server) -
         http_server.flip_status = 200
         await wait_for(4)
         await prober.close()
-        assert prober.result(READINESS, "process://e2e") is None  # removed on exit, silently
+        assert prober.result(ProbeType.READINESS, "process://e2e") is None  # removed on exit, silently
 
     asyncio.run(asyncio.wait_for(scenario(), 10))
     assert [(p.probe, p.result) for p in published] == [
-        (READINESS, RESULT_FAILURE),
-        (READINESS, SUCCESS),
-        (READINESS, RESULT_FAILURE),
-        (READINESS, SUCCESS),
+        (ProbeType.READINESS, ProbeResult.FAILURE),
+        (ProbeType.READINESS, CheckResult.SUCCESS),
+        (ProbeType.READINESS, ProbeResult.FAILURE),
+        (ProbeType.READINESS, CheckResult.SUCCESS),
     ]
     assert {(p.uid, p.node, p.container_name, p.container_id) for p in published} == {
         ("e2e-uid", "node-e2e", "web", "process://e2e")

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from podledger.agents.runtime.base import Runtime
-from podledger.agents.runtime.process import ProcessRuntime
 
 from podledger import schemas
+from podledger.agents.runtime.base import Runtime
+from podledger.agents.runtime.process import ProcessRuntime
 
 JSONDict = dict[str, Any]
 T = TypeVar("T")

@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 import orjson
+
 from podledger.schemas import encode
 from podledger.streams.replay import ReplayStats, replay
-
 from podledger.workload import workload
 
 

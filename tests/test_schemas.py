@@ -10,6 +10,7 @@ from typing import Any
 import jsonschema
 import orjson
 import pytest
+
 from podledger.schemas import DecodeError, codec, decode, encode, models, schema
 
 POD = {

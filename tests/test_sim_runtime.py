@@ -10,7 +10,9 @@ from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 import pytest
-from podledger.agents.pleg import CONTAINER_DIED, CONTAINER_STARTED, PlegEvent, relist_events
+
+from podledger import schemas
+from podledger.agents.pleg import PodLifecycleEvent, relist_events
 from podledger.agents.runtime.base import Runtime, rfc3339
 from podledger.agents.runtime.sim import (
     ANNOTATION_EXIT_CODE,
@@ -18,8 +20,7 @@ from podledger.agents.runtime.sim import (
     ANNOTATION_START_DELAY,
     SimRuntime,
 )
-
-from podledger import schemas
+from podledger.types import PlegEventType
 
 JSONDict = dict[str, Any]
 T = TypeVar("T")
@@ -268,10 +269,10 @@ def test_relist_feeds_pleg_started_then_died() -> None:
     rt = SimRuntime(clock=FakeClock())
     cid = started(rt, make_pod(**{ANNOTATION_RUN_SECONDS: "3"}))
     previous: dict[str, JSONDict] = {}
-    events: list[PlegEvent] = []
+    events: list[PodLifecycleEvent] = []
     for step in range(0, 10):
         current = rt.relist(T0 + step)
         events += relist_events(previous, current)
         previous = current
     container_events = [e.type for e in events if e.container_id == cid]
-    assert container_events == [CONTAINER_STARTED, CONTAINER_DIED]
+    assert container_events == [PlegEventType.CONTAINER_STARTED, PlegEventType.CONTAINER_DIED]

@@ -10,12 +10,12 @@ from typing import Any
 import orjson
 import pytest
 from aiokafka import AIOKafkaProducer
-from podledger.agents.kube import Kube, KubeError
-from podledger.schemas import decode, encode, models
-from podledger.streams.topics import ensure_topics
 
+from podledger.agents.kube import Kube, KubeError
 from podledger.config import Settings
 from podledger.partitioner import partition_for_node
+from podledger.schemas import decode, encode, models
+from podledger.streams.topics import ensure_topics
 from tests.conftest import read_topic, wait_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.kube]

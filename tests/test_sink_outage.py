@@ -9,11 +9,11 @@ from pathlib import Path
 
 import orjson
 import pytest
-from podledger.agents.kube import Kube
-from podledger.streams.topics import ensure_topics
 
-from podledger import localstack
+from podledger import local
+from podledger.agents.kube import Kube
 from podledger.config import Settings
+from podledger.streams.topics import ensure_topics
 from tests.conftest import read_topic, wait_for
 from tests.test_sink import new_pod, publish, running_status, versioned
 
@@ -26,7 +26,7 @@ def test_apiserver_outage_then_every_pod_converges(
     settings: Settings, tmp_path: Path, podledger_process
 ) -> None:
     # An apiserver of its own, so the test may stop it (even when KUBECONFIG names a cluster).
-    kube_handle = localstack.start_kube(tmp_path / "kube")
+    kube_handle = local.start_kube(tmp_path / "kube")
     try:
         asyncio.run(ensure_topics(settings))
         kube = Kube.from_kubeconfig(kube_handle.kubeconfig)

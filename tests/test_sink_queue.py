@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from podledger.agents.sink.writer import Sink, mirror_matches
-from podledger.schemas import models
-
 from podledger.config import Settings
+from podledger.schemas import models
 
 
 def vs(version: int, uid: str = "u1", **kw: object) -> models.VersionedPodStatus:

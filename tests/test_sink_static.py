@@ -8,10 +8,10 @@ import uuid
 from typing import Any
 
 import pytest
+
 from podledger.agents.kube import Kube
 from podledger.agents.mirror import build_mirror_pod
 from podledger.agents.sink.writer import Sink
-
 from podledger.config import Settings
 from tests.conftest import wait_for
 from tests.test_sink import running_status, versioned

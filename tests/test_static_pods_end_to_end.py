@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from podledger.agents.kube import KubeError
 
+from podledger.agents.kube import KubeError
 from podledger.config import Settings
 from tests.conftest import wait_for
 from tests.nodes import alive, container_status, start_node

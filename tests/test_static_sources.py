@@ -11,10 +11,10 @@ from typing import Any
 
 import orjson
 import pytest
-from podledger.schemas import decode
-from podledger.streams.topics import ensure_topics
 
 from podledger.config import Settings
+from podledger.schemas import decode
+from podledger.streams.topics import ensure_topics
 from tests.conftest import read_topic, wait_for
 
 pytestmark = pytest.mark.kafka

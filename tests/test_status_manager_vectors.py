@@ -6,6 +6,7 @@ import copy
 from typing import Any
 
 import pytest
+
 from podledger.streams import status as gen
 from podledger.streams import status_manager as sm
 

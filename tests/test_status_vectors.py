@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+
 from podledger.streams import status as status_mod
 
 JSONDict = dict[str, Any]

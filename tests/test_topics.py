@@ -6,10 +6,10 @@ import asyncio
 import dataclasses
 
 import pytest
-from podledger.streams.topics import ALL_TOPICS, describe, ensure_topics, start_admin, topic_configs
 
 from podledger.config import Settings
 from podledger.errors import UserError
+from podledger.streams.topics import ALL_TOPICS, describe, ensure_topics, start_admin, topic_configs
 
 pytestmark = pytest.mark.kafka
 

@@ -1,45 +1,17 @@
-"""Pure pieces of the generic PLEG: state mapping, relist diffing and relist health (spec §2, R2.1-R2.4).
+"""The generic PLEG's pure half (pkg/kubelet/pleg/generic.go): state mapping, relist diffing, relist health.
 
-The relist loop itself (runtime calls, cache writes, the event channel) lives elsewhere; here two
-consecutive relists go in as plain snapshots and the lifecycle events come out, so the diff can be
-replayed and tested without a runtime. Behaviour follows pkg/kubelet/pleg/generic.go.
+Two consecutive relists go in as plain snapshots and the pod lifecycle events come out, so the diff
+can be replayed and tested without a runtime. The relist loop is agents.pleg.loop.
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
-import time
-from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from podledger.agents.worker.lifecycle import format_go_duration
-
-log = logging.getLogger("podledger.pleg")
-
-__all__ = [
-    "CONTAINER_CHANGED",
-    "CONTAINER_DIED",
-    "CONTAINER_REMOVED",
-    "CONTAINER_STARTED",
-    "POD_SYNC",
-    "RELIST_PERIOD_S",
-    "RELIST_THRESHOLD_S",
-    "PlegEvent",
-    "RelistHealth",
-    "events_by_pod",
-    "generate_events",
-    "pleg_state",
-    "relist_events",
-]
-
-CONTAINER_STARTED = "ContainerStarted"
-CONTAINER_DIED = "ContainerDied"
-CONTAINER_REMOVED = "ContainerRemoved"
-CONTAINER_CHANGED = "ContainerChanged"
-POD_SYNC = "PodSync"  # declared upstream, never emitted by the generic relist
+from podledger.types import PlegEventType
 
 PLEG_RUNNING = "running"
 PLEG_EXITED = "exited"
@@ -59,11 +31,11 @@ _STATE_MAP = {
 
 
 @dataclass(frozen=True, slots=True)
-class PlegEvent:
+class PodLifecycleEvent:
     """One pod lifecycle event: {id: pod UID, type, data: container (or sandbox) ID}."""
 
     pod_uid: str
-    type: str
+    type: PlegEventType
     container_id: str
 
 
@@ -77,8 +49,10 @@ def pleg_state(runtime_state: str | None) -> str:
     return _STATE_MAP.get(runtime_state, PLEG_UNKNOWN)
 
 
-def generate_events(pod_uid: str, container_id: str, old_state: str, new_state: str) -> list[PlegEvent]:
-    """Events for one container moving between PLEG states (R2.2).
+def generate_events(
+    pod_uid: str, container_id: str, old_state: str, new_state: str
+) -> list[PodLifecycleEvent]:
+    """Events for one container moving between PLEG states (generic.go generateEvents).
 
     A vanished container that was not already seen exited is reported dead first, so consumers that only
     react to ContainerDied still notice it. ContainerChanged is produced for unknown but the relist drops it.
@@ -86,17 +60,17 @@ def generate_events(pod_uid: str, container_id: str, old_state: str, new_state: 
     if old_state == new_state:
         return []
     if new_state == PLEG_RUNNING:
-        return [PlegEvent(pod_uid, CONTAINER_STARTED, container_id)]
+        return [PodLifecycleEvent(pod_uid, PlegEventType.CONTAINER_STARTED, container_id)]
     if new_state == PLEG_EXITED:
-        return [PlegEvent(pod_uid, CONTAINER_DIED, container_id)]
+        return [PodLifecycleEvent(pod_uid, PlegEventType.CONTAINER_DIED, container_id)]
     if new_state == PLEG_UNKNOWN:
-        return [PlegEvent(pod_uid, CONTAINER_CHANGED, container_id)]
+        return [PodLifecycleEvent(pod_uid, PlegEventType.CONTAINER_CHANGED, container_id)]
     if new_state == PLEG_NON_EXISTENT:
         if old_state == PLEG_EXITED:
-            return [PlegEvent(pod_uid, CONTAINER_REMOVED, container_id)]
+            return [PodLifecycleEvent(pod_uid, PlegEventType.CONTAINER_REMOVED, container_id)]
         return [
-            PlegEvent(pod_uid, CONTAINER_DIED, container_id),
-            PlegEvent(pod_uid, CONTAINER_REMOVED, container_id),
+            PodLifecycleEvent(pod_uid, PlegEventType.CONTAINER_DIED, container_id),
+            PodLifecycleEvent(pod_uid, PlegEventType.CONTAINER_REMOVED, container_id),
         ]
     raise ValueError(f"unknown PLEG state {new_state!r}")
 
@@ -133,14 +107,14 @@ def _states(snapshot: Mapping[str, Any] | None) -> dict[str, str]:
 
 def relist_events(
     old: Mapping[str, Mapping[str, Any] | None], new: Mapping[str, Mapping[str, Any] | None]
-) -> list[PlegEvent]:
+) -> list[PodLifecycleEvent]:
     """Events between two relists, each {pod UID: runtime snapshot}, as the generic relist would send.
 
     Every container ID in either relist is compared (a pod missing from `new` means all its containers are
     gone). ContainerChanged is never sent. Output is sorted by pod UID, then container ID, keeping the
     Died-before-Removed order for one container, which is the order upstream's generic_test compares in.
     """
-    events: list[PlegEvent] = []
+    events: list[PodLifecycleEvent] = []
     for pod_uid in sorted(set(old) | set(new)):
         before = _states(old.get(pod_uid))
         after = _states(new.get(pod_uid))
@@ -150,21 +124,21 @@ def relist_events(
                 for event in generate_events(
                     pod_uid, cid, pleg_state(before.get(cid)), pleg_state(after.get(cid))
                 )
-                if event.type != CONTAINER_CHANGED
+                if event.type != PlegEventType.CONTAINER_CHANGED
             )
     return events
 
 
-def events_by_pod(events: Iterable[PlegEvent]) -> dict[str, list[PlegEvent]]:
+def events_by_pod(events: Iterable[PodLifecycleEvent]) -> dict[str, list[PodLifecycleEvent]]:
     """Group events by pod UID, keeping order; the relist caches and sends per pod."""
-    grouped: dict[str, list[PlegEvent]] = {}
+    grouped: dict[str, list[PodLifecycleEvent]] = {}
     for event in events:
         grouped.setdefault(event.pod_uid, []).append(event)
     return grouped
 
 
 class RelistHealth:
-    """The PLEG health check (R2.4): healthy only if a relist succeeded within the threshold.
+    """The PLEG health check (generic.go Healthy): healthy only if a relist succeeded within the threshold.
 
     Unhealthy before the first successful relist however much time passes, so a runtime that never
     answers keeps the node NotReady. Callers record the relist's start time, as upstream does.
@@ -189,73 +163,3 @@ class RelistHealth:
                 f"threshold is {format_go_duration(self.threshold_s)}"
             )
         return True, ""
-
-
-# --------------------------------------------------------------------------- the relist loop (I/O)
-
-
-class Pleg:
-    """Relists the runtime every `period_s` and publishes each event with the pod's snapshot,
-    so the fold never has to ask the runtime anything (DESIGN: pleg carries the snapshot)."""
-
-    def __init__(
-        self,
-        runtime: Any,
-        node: str,
-        publish: Callable[[Any], Awaitable[Any]],
-        *,
-        period_s: float = RELIST_PERIOD_S,
-        clock: Callable[[], float] = time.time,
-        wanted: Callable[[str], bool] = lambda uid: True,
-    ) -> None:
-        self.runtime = runtime
-        self.wanted = wanted  # pods whose events are published (the node still has them in its config)
-        self.node = node
-        # Receives a schemas.models.PlegEvent once queued; may return its delivery future, which the
-        # relist awaits after queueing all its events.
-        self.publish = publish
-        self.period_s = period_s
-        self.clock = clock
-        self.health = RelistHealth()
-        self.previous: dict[str, Any] = {}
-        # For benchmarks: each relist's duration up to its events' acknowledgement, and of the listing
-        # and diffing alone.
-        self.relist_seconds: deque[float] = deque(maxlen=100_000)
-        self.list_seconds: deque[float] = deque(maxlen=100_000)
-
-    async def relist_once(self) -> list[PlegEvent]:
-        """One relist: returns the events it published."""
-        from podledger.schemas import models
-
-        now = self.clock()
-        started = time.perf_counter()
-        current = self.runtime.relist(now)
-        events = relist_events(self.previous, current)
-        self.list_seconds.append(time.perf_counter() - started)
-        ts_ms = int(now * 1000)
-        empty = {"containers": [], "ips": []}
-        deliveries = []
-        for event in events:
-            if not self.wanted(event.pod_uid):
-                continue
-            snapshot = current.get(event.pod_uid) or empty
-            delivery = await self.publish(
-                models.PlegEvent(event.pod_uid, self.node, event.type, event.container_id, snapshot, ts_ms)
-            )
-            if delivery is not None:
-                deliveries.append(delivery)
-        # A relist's events are queued one after another and acknowledged together, in shared batches.
-        await asyncio.gather(*deliveries)
-        self.relist_seconds.append(time.perf_counter() - started)
-        self.previous = current
-        self.health.record_relist(now)
-        return events
-
-    async def run(self) -> None:
-        while True:
-            started = time.monotonic()
-            try:
-                await self.relist_once()
-            except Exception as exc:  # a failed relist is what relist health reports; keep relisting
-                log.warning("relist failed: %s", exc)
-            await asyncio.sleep(max(0.0, self.period_s - (time.monotonic() - started)))

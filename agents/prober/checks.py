@@ -1,9 +1,9 @@
-"""The four probe handlers (exec, httpGet, tcpSocket, grpc), each one attempt bounded by timeoutSeconds.
+"""The four probe handlers (exec, httpGet, tcpSocket, grpc), each one attempt bounded by timeoutSeconds,
+and `execute_probe`, which retries an attempt while it errors.
 
-A handler answers with a `CheckOutcome`: Success, Warning (an HTTP redirect to another host), Failure, or
-Unknown with an error. Only an error makes the prober retry the attempt and, if it persists, throw the
-result away (spec R3.3); everything the target itself can get wrong (refused connections, timeouts, bad
-status codes, non-zero exits) is a plain Failure, as in pkg/probe/{exec,http,tcp,grpc}.
+A handler answers with a `CheckOutcome`. Only an error makes the prober retry the attempt and, if it
+persists, throw the result away; everything the target itself can get wrong (refused connections,
+timeouts, bad status codes, non-zero exits) is a plain Failure, as in pkg/probe/{exec,http,tcp,grpc}.
 
 Containers of the process runtime are local processes sharing the host network, so exec commands run
 here with the container's env and working directory, and network probes dial the pod IP (loopback).
@@ -18,201 +18,41 @@ import os
 import signal
 import socket
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 import aiohttp
 import grpc
 import grpc.aio
+
+from podledger.agents.prober.grpc_health import (
+    HEALTH_CHECK_METHOD,
+    SERVING,
+    SERVING_STATUS_NAMES,
+    decode_health_response,
+    encode_health_request,
+)
+from podledger.agents.prober.results import CheckOutcome, CheckResult
+from podledger.agents.prober.specs import (
+    DEFAULT_TIMEOUT_S,
+    expand_command,
+    join_host_port,
+    probe_spec,
+    resolve_port,
+)
+from podledger.agents.prober.worker import ProbeVerdict, verdict_for
 from podledger.agents.runtime.process import DEFAULT_PATH, POD_IP
 from podledger.agents.worker.lifecycle import format_go_duration
+from podledger.types import ProbeResult, ProbeType
 
-__all__ = [
-    "DEFAULT_TIMEOUT_S",
-    "FAILURE",
-    "MAX_OUTPUT_BYTES",
-    "SUCCESS",
-    "UNKNOWN",
-    "USER_AGENT",
-    "WARNING",
-    "CheckOutcome",
-    "decode_health_response",
-    "encode_health_request",
-    "exec_check",
-    "expand_command",
-    "grpc_check",
-    "http_get_check",
-    "join_host_port",
-    "resolve_port",
-    "run_check",
-    "tcp_check",
-]
+CheckFn = Callable[..., Awaitable[CheckOutcome]]
 
-JSONDict = dict[str, Any]
-
-SUCCESS = "Success"
-WARNING = "Warning"
-FAILURE = "Failure"
-UNKNOWN = "Unknown"
-
-DEFAULT_TIMEOUT_S = 1.0
+MAX_PROBE_RETRIES = 3  # attempts per probe, repeated only while the attempt errors
 MAX_OUTPUT_BYTES = 10 * 1024  # exec output and HTTP bodies are cut at 10 KiB, as upstream
 MAX_REDIRECTS = 10
 USER_AGENT = "kube-probe/podledger"  # applications match the "kube-probe/" prefix
 _REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})
-
-HEALTH_CHECK_METHOD = "/grpc.health.v1.Health/Check"
-# grpc.health.v1.HealthCheckResponse.ServingStatus
-_SERVING_STATUS = {0: "UNKNOWN", 1: "SERVING", 2: "NOT_SERVING", 3: "SERVICE_UNKNOWN"}
-SERVING = 1
-
-
-@dataclass(frozen=True, slots=True)
-class CheckOutcome:
-    """One attempt: result is Success, Warning, Failure or Unknown; `error` set means the attempt errored."""
-
-    result: str
-    output: str = ""
-    error: str | None = None
-
-
-def _failure(output: str) -> CheckOutcome:
-    return CheckOutcome(FAILURE, output)
-
-
-def _errored(error: str) -> CheckOutcome:
-    return CheckOutcome(UNKNOWN, "", error)
-
-
-# --------------------------------------------------------------------------- pure helpers
-
-
-def resolve_port(port: int | str | None, container: Mapping[str, Any] | None) -> int:
-    """A probe's port: a number, or the name of one of the container's ports (then a numeric string).
-
-    Raises ValueError for unknown names and numbers outside 1..65535, which the prober treats as an error.
-    """
-    if isinstance(port, bool) or port is None:
-        raise ValueError(f"port has no value: {port!r}")
-    if isinstance(port, int):
-        number = port
-    else:
-        named = [
-            p.get("containerPort") for p in (container or {}).get("ports") or [] if p.get("name") == port
-        ]
-        if named:
-            number = int(named[0] or 0)
-        else:
-            try:
-                number = int(port)
-            except ValueError:
-                raise ValueError(f"port {port} not found") from None
-    if 0 < number < 65536:
-        return number
-    raise ValueError(f"invalid port number: {number}")
-
-
-def join_host_port(host: str, port: int) -> str:
-    """host:port, with an IPv6 literal in brackets."""
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
-def expand_command(command: Sequence[str], env: Sequence[Mapping[str, Any]] | None) -> list[str]:
-    """Expand $(VAR) in an exec probe's command from the container's literal env values.
-
-    `$$` stands for a literal `$`; references to unknown variables (or valueFrom ones, which have no
-    static value) stay as written, like the kubelet's static expansion for probe commands.
-    """
-    values = {str(e["name"]): str(e["value"]) for e in env or [] if e.get("value") is not None}
-    return [_expand(str(arg), values) for arg in command]
-
-
-def _expand(text: str, values: Mapping[str, str]) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if ch != "$" or i + 1 >= len(text):
-            out.append(ch)
-            i += 1
-            continue
-        nxt = text[i + 1]
-        if nxt == "$":
-            out.append("$")
-            i += 2
-        elif nxt == "(":
-            end = text.find(")", i + 2)
-            if end < 0:
-                out.append(text[i:])
-                break
-            name = text[i + 2 : end]
-            out.append(values.get(name, text[i : end + 1]) if name else "$()")
-            i = end + 1
-        else:
-            out.append(ch)
-            i += 1
-    return "".join(out)
-
-
-def encode_health_request(service: str) -> bytes:
-    """grpc.health.v1.HealthCheckRequest{string service = 1} in protobuf wire format."""
-    data = service.encode()
-    return b"\x0a" + _varint(len(data)) + data if data else b""
-
-
-def decode_health_response(data: bytes) -> int:
-    """The `status` (field 1, enum) of a grpc.health.v1.HealthCheckResponse; 0 (UNKNOWN) when absent."""
-    status = 0
-    i = 0
-    while i < len(data):
-        key, i = _read_varint(data, i)
-        field_number, wire_type = key >> 3, key & 7
-        if wire_type == 0:
-            value, i = _read_varint(data, i)
-            if field_number == 1:
-                status = value
-        elif wire_type == 1:
-            i += 8
-        elif wire_type == 2:
-            length, i = _read_varint(data, i)
-            i += length
-        elif wire_type == 5:
-            i += 4
-        else:
-            raise ValueError(f"unsupported protobuf wire type {wire_type}")
-    if i > len(data):
-        raise ValueError("truncated HealthCheckResponse")
-    return status
-
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def _read_varint(data: bytes, i: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if i >= len(data):
-            raise ValueError("truncated varint")
-        byte = data[i]
-        i += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, i
-        shift += 7
-
-
-# --------------------------------------------------------------------------- handlers (I/O)
 
 
 async def exec_check(
@@ -230,7 +70,7 @@ async def exec_check(
     """
     argv = expand_command(command, env)
     if not argv:
-        return _errored("exec probe has no command")
+        return CheckOutcome.errored("exec probe has no command")
     environ = {"PATH": os.environ.get("PATH") or DEFAULT_PATH}
     for item in env or []:
         environ[str(item["name"])] = str(item.get("value") or "")
@@ -245,7 +85,7 @@ async def exec_check(
             start_new_session=True,
         )
     except OSError as e:
-        return _errored(f"failed to exec {json.dumps(' '.join(argv))}: {e}")
+        return CheckOutcome.errored(f"failed to exec {json.dumps(' '.join(argv))}: {e}")
     output = bytearray()
 
     async def collect() -> None:
@@ -262,12 +102,12 @@ async def exec_check(
     except TimeoutError:
         _kill_group(proc)
         await proc.wait()
-        return _failure(f"command {json.dumps(' '.join(argv))} timed out")
+        return CheckOutcome.failed(f"command {json.dumps(' '.join(argv))} timed out")
     except BaseException:  # cancelled: leave no process behind
         _kill_group(proc)
         raise
     text = output.decode(errors="replace")
-    return CheckOutcome(SUCCESS if proc.returncode == 0 else FAILURE, text)
+    return CheckOutcome(CheckResult.SUCCESS if proc.returncode == 0 else CheckResult.FAILURE, text)
 
 
 def _kill_group(proc: asyncio.subprocess.Process) -> None:
@@ -335,7 +175,9 @@ async def http_get_check(
                         if urlsplit(target).hostname == first_host:
                             followed += 1
                             if followed >= MAX_REDIRECTS:
-                                return _failure(f'Get "{target}": stopped after {MAX_REDIRECTS} redirects')
+                                return CheckOutcome.failed(
+                                    f'Get "{target}": stopped after {MAX_REDIRECTS} redirects'
+                                )
                             if host_header and urlsplit(location).scheme:
                                 # like Go: a custom Host header survives relative redirects only
                                 request_headers = [(n, v) for n, v in request_headers if n.lower() != "host"]
@@ -347,19 +189,21 @@ async def http_get_check(
                             errors="replace"
                         )
                     except (aiohttp.ClientError, OSError) as e:
-                        return CheckOutcome(FAILURE, "", f"reading the response body of {current}: {e}")
+                        error = f"reading the response body of {current}: {e}"
+                        return CheckOutcome(CheckResult.FAILURE, "", error)
                     if 200 <= status < 300:
-                        return CheckOutcome(SUCCESS, body)
+                        return CheckOutcome(CheckResult.SUCCESS, body)
                     if 300 <= status < 400:
-                        return CheckOutcome(WARNING, f"Probe terminated redirects, Response body: {body}")
+                        warning = f"Probe terminated redirects, Response body: {body}"
+                        return CheckOutcome(CheckResult.WARNING, warning)
                     # never put the body in a failure message (upstream issue 99425)
-                    return _failure(f"HTTP probe failed with statuscode: {status}")
+                    return CheckOutcome.failed(f"HTTP probe failed with statuscode: {status}")
     except TimeoutError:
-        return _failure(
+        return CheckOutcome.failed(
             f'Get "{url}": context deadline exceeded (Client.Timeout exceeded while awaiting headers)'
         )
     except (aiohttp.ClientError, OSError, ValueError) as e:
-        return _failure(f'Get "{url}": {e}')
+        return CheckOutcome.failed(f'Get "{url}": {e}')
 
 
 async def _read_at_most(stream: aiohttp.StreamReader, limit: int) -> bytes:
@@ -379,15 +223,15 @@ async def tcp_check(host: str, port: int, *, timeout_s: float = DEFAULT_TIMEOUT_
         async with asyncio.timeout(timeout_s):
             _, writer = await asyncio.open_connection(host, port)
     except TimeoutError:
-        return _failure(f"dial tcp {address}: i/o timeout")
+        return CheckOutcome.failed(f"dial tcp {address}: i/o timeout")
     except OSError as e:
         if e.errno and not isinstance(e, socket.gaierror):  # Go's wording: "connect: connection refused"
-            return _failure(f"dial tcp {address}: connect: {os.strerror(e.errno).lower()}")
-        return _failure(f"dial tcp {address}: {e}")
+            return CheckOutcome.failed(f"dial tcp {address}: connect: {os.strerror(e.errno).lower()}")
+        return CheckOutcome.failed(f"dial tcp {address}: {e}")
     writer.close()
     with contextlib.suppress(OSError):
         await writer.wait_closed()
-    return CheckOutcome(SUCCESS)
+    return CheckOutcome(CheckResult.SUCCESS)
 
 
 async def grpc_check(
@@ -407,7 +251,7 @@ async def grpc_check(
         try:
             await asyncio.wait_for(channel.channel_ready(), timeout_s)
         except TimeoutError:
-            return _failure(
+            return CheckOutcome.failed(
                 f"timeout: failed to connect service {json.dumps(address)} within {timeout_text}: "
                 "context deadline exceeded"
             )
@@ -419,22 +263,22 @@ async def grpc_check(
         except grpc.aio.AioRpcError as e:
             code = e.code()
             if code == grpc.StatusCode.UNIMPLEMENTED:
-                return _failure(
+                return CheckOutcome.failed(
                     "error: this server does not implement the grpc health protocol "
                     f"(grpc.health.v1.Health): {e.details()}"
                 )
             if code == grpc.StatusCode.DEADLINE_EXCEEDED:
-                return _failure(f"timeout: health rpc did not complete within {timeout_text}")
+                return CheckOutcome.failed(f"timeout: health rpc did not complete within {timeout_text}")
             detail = f"rpc error: code = {_go_code_name(code)} desc = {e.details()}"
-            return _failure(f"error: health rpc probe failed: {detail}")
+            return CheckOutcome.failed(f"error: health rpc probe failed: {detail}")
         try:
             status = decode_health_response(bytes(reply))
         except ValueError as e:
-            return _failure(f"error: health rpc probe failed: {e}")
+            return CheckOutcome.failed(f"error: health rpc probe failed: {e}")
     if status != SERVING:
-        name = _SERVING_STATUS.get(status, str(status))
-        return _failure(f"service unhealthy (responded with {json.dumps(name)})")
-    return CheckOutcome(SUCCESS, "service healthy")
+        name = SERVING_STATUS_NAMES.get(status, str(status))
+        return CheckOutcome.failed(f"service unhealthy (responded with {json.dumps(name)})")
+    return CheckOutcome(CheckResult.SUCCESS, "service healthy")
 
 
 def _go_code_name(code: grpc.StatusCode) -> str:
@@ -464,7 +308,7 @@ async def run_check(
         try:
             port = resolve_port(action.get("port"), container)
         except ValueError as e:
-            return _errored(str(e))
+            return CheckOutcome.errored(str(e))
         scheme = str(action.get("scheme") or "HTTP").lower()
         target = join_host_port(str(action.get("host") or host), port)
         path = str(action.get("path") or "")
@@ -478,13 +322,28 @@ async def run_check(
         try:
             port = resolve_port(action.get("port"), container)
         except ValueError as e:
-            return _errored(str(e))
+            return CheckOutcome.errored(str(e))
         return await tcp_check(str(action.get("host") or host), port, timeout_s=timeout_s)
     if probe.get("grpc") is not None:
         action = probe["grpc"]
         try:
             port = resolve_port(int(action.get("port") or 0), None)
         except (TypeError, ValueError) as e:
-            return _errored(str(e))
+            return CheckOutcome.errored(str(e))
         return await grpc_check(host, port, service=str(action.get("service") or ""), timeout_s=timeout_s)
-    return _errored(f"missing probe handler for container {container.get('name', '')}")
+    return CheckOutcome.errored(f"missing probe handler for container {container.get('name', '')}")
+
+
+async def execute_probe(
+    probe_type: ProbeType, container: Mapping[str, Any], *, host: str = POD_IP, check: CheckFn = run_check
+) -> ProbeVerdict:
+    """Run the container's probe of this type, repeating the attempt only while it errors (at most 3)."""
+    spec = probe_spec(container, probe_type)
+    if spec is None:
+        return ProbeVerdict(ProbeResult.SUCCESS)
+    outcome = CheckOutcome.errored("probe was not attempted")
+    for _ in range(MAX_PROBE_RETRIES):
+        outcome = await check(spec, container, host=host)
+        if outcome.error is None:
+            break
+    return verdict_for(probe_type, outcome)
