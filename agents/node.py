@@ -19,23 +19,24 @@ from typing import Any
 
 from aiokafka import TopicPartition
 
+from podledger.agents.kube import Kube
 from podledger.agents.mirror import MirrorPods
 from podledger.agents.pleg import Pleg
 from podledger.agents.prober import CheckOutcome, CheckResult, Prober, run_check
+from podledger.agents.runtime.base import Runtime
+from podledger.agents.sources import PodSource
 from podledger.agents.sources.pod_config import PodStorage
 from podledger.agents.worker.pod_worker import PodWorkers
 from podledger.config import Settings
-from podledger.errors import UserError
 from podledger.kafka import Publisher, new_consumer, read_to_end
 from podledger.partitioner import partition_for_node
 from podledger.schemas import DecodeError, decode, models
 from podledger.streams.status import json_copy
-from podledger.types import PlegEventType, ProbeType
+from podledger.types import PlegEventType, ProbeType, Topic
 
-__all__ = ["NodeAgent", "build_sources", "make_runtime"]
+__all__ = ["NodeAgent", "build_sources"]
 
-log = logging.getLogger("podledger.node")
-RUNTIMES = ("process", "sim")
+log = logging.getLogger(__name__)
 
 
 async def _sim_check(probe: Any, container: Any, *, host: str) -> CheckOutcome:
@@ -43,32 +44,19 @@ async def _sim_check(probe: Any, container: Any, *, host: str) -> CheckOutcome:
     return CheckOutcome(CheckResult.SUCCESS)
 
 
-def make_runtime(settings: Settings) -> Any:
-    """The runtime named by PODLEDGER_RUNTIME, keeping its state under the data dir."""
-    if settings.runtime == "process":
-        from podledger.agents.runtime.process import ProcessRuntime
-
-        return ProcessRuntime(Path(settings.runtime_dir()))
-    if settings.runtime == "sim":
-        from podledger.agents.runtime.sim import SimRuntime
-
-        return SimRuntime(seed=settings.sim_seed)
-    raise UserError(f"unknown runtime {settings.runtime!r}: choose from {', '.join(RUNTIMES)}")
-
-
 def build_sources(
     settings: Settings,
     storage: PodStorage,
     publish_update: Callable[[models.PodUpdate], Awaitable[None]],
-    kube: Any | None,
+    kube: Kube | None,
     on_mirror: Callable[[str, dict[str, Any]], None] | None = None,
-) -> list[Any]:
+) -> list[PodSource]:
     """The configured pod sources, sharing one podStorage merge as the kubelet's sources do."""
     from podledger.agents.sources.apiserver import ApiserverSource
     from podledger.agents.sources.static import FileSource, HttpSource
 
-    sources: list[Any] = []
-    if kube is not None and settings.api_source_enabled:
+    sources: list[PodSource] = []
+    if kube is not None and settings.api_source:
         sources.append(ApiserverSource(kube, settings.node, publish_update, storage, on_mirror))
     if settings.manifest_dir:
         sources.append(
@@ -89,9 +77,9 @@ class NodeAgent:
     def __init__(
         self,
         settings: Settings,
-        runtime: Any,
+        runtime: Runtime,
         *,
-        kube: Any | None = None,
+        kube: Kube | None = None,
         stop_pods_on_exit: bool = False,
     ) -> None:
         self.settings = settings
@@ -139,10 +127,10 @@ class NodeAgent:
         return self.storage.sources_ready({source.name for source in self.sources})
 
     async def _publish_update(self, update: models.PodUpdate) -> None:
-        await self.publisher.publish("pod-updates", update.uid, update, update.node)
+        await self.publisher.publish(Topic.POD_UPDATES, update.uid, update, update.node)
 
     async def _publish_pleg(self, event: models.PlegEvent) -> asyncio.Future[Any]:
-        delivery = await self.publisher.send("pleg", event.uid, event, self.node)
+        delivery = await self.publisher.send(Topic.PLEG, event.uid, event, self.node)
         if event.type != PlegEventType.CONTAINER_REMOVED:
             self.workers.wake(event.uid)
         return delivery
@@ -157,7 +145,7 @@ class NodeAgent:
                 self.workers.wake(uid)
 
     async def _publish_probe_result(self, result: models.ProbeResult) -> None:
-        await self.publisher.publish("probe-results", result.uid, result, self.node)
+        await self.publisher.publish(Topic.PROBE_RESULTS, result.uid, result, self.node)
 
     def _on_probe_change(self, result: models.ProbeResult) -> None:
         # Liveness and startup failures make the worker kill the container (R3.5); startup success
@@ -214,12 +202,12 @@ class NodeAgent:
         try:
             await self.publisher.start()
             await consumer.start()
-            updates_tp = TopicPartition(self.settings.topic("pod-updates"), self.partition)
-            lifecycle_tp = TopicPartition(self.settings.topic("pod-lifecycle"), self.partition)
+            updates_tp = TopicPartition(self.settings.topic(Topic.POD_UPDATES), self.partition)
+            lifecycle_tp = TopicPartition(self.settings.topic(Topic.POD_LIFECYCLE), self.partition)
             consumer.assign([updates_tp, lifecycle_tp])
             end = (await consumer.end_offsets([updates_tp]))[updates_tp]
             replayed = await self._replay(consumer, updates_tp, end, lifecycle_tp)
-            status_tp = TopicPartition(self.settings.topic("pod-status"), self.partition)
+            status_tp = TopicPartition(self.settings.topic(Topic.POD_STATUS), self.partition)
             consumer.assign([updates_tp, status_tp])
             consumer.seek(updates_tp, end)  # live from exactly where the replay stopped
             await consumer.seek_to_beginning(status_tp)  # compacted: the latest status of every pod
@@ -263,12 +251,12 @@ class NodeAgent:
         """Rebuild the workers (and the sources' merge state) from this node's share of the log."""
         count = 0
         async for message in read_to_end(consumer, updates_tp, end=end):
-            update = self._decode("pod-updates", message.value)
+            update = self._decode(Topic.POD_UPDATES, message.value)
             if update is not None and update.node == self.node:
                 self.workers.apply_update(update)
                 count += 1
         async for message in read_to_end(consumer, lifecycle_tp):
-            event = self._decode("pod-lifecycle", message.value)
+            event = self._decode(Topic.POD_LIFECYCLE, message.value)
             if event is not None and event.node == self.node:
                 self.workers.apply_lifecycle(event)
         for uid, w in self.workers.workers.items():
@@ -282,14 +270,14 @@ class NodeAgent:
         while True:
             batch = await consumer.getmany(timeout_ms=1000)
             for message in batch.get(updates_tp, []):
-                update = self._decode("pod-updates", message.value)
+                update = self._decode(Topic.POD_UPDATES, message.value)
                 if update is not None and update.node == self.node:
                     self.workers.apply_update(update)
             for message in batch.get(status_tp, []):
                 if message.value is None:  # the pod left pod-status: the prober forgets its status
                     self.prober.update_status(message.key.decode(), None)
                     continue
-                status = self._decode("pod-status", message.value)
+                status = self._decode(Topic.POD_STATUS, message.value)
                 if status is not None and status.node == self.node:
                     self.prober.update_status(status.uid, status.status)
 

@@ -574,7 +574,7 @@ def bench_node(base: Settings, *, pods: int, seconds: float, runtime: str) -> No
             log_level="warning",
             node=f"bench-node-{uuid.uuid4().hex[:6]}",
             runtime="sim",
-            api_source="false",
+            api_source=False,
             manifest_dir="",
             manifest_url="",
         )

@@ -11,9 +11,11 @@ import contextlib
 import logging
 import signal
 from collections.abc import Callable, Coroutine
+from pathlib import Path
 from typing import Any
 
 from podledger.agents.kube import Kube
+from podledger.agents.runtime.base import Runtime
 from podledger.config import Settings
 from podledger.errors import UserError
 from podledger.schemas import models
@@ -71,14 +73,14 @@ def run_pipeline(
     """Run the Faust worker with the chosen roles until SIGINT/SIGTERM."""
     import faust
 
-    from podledger.agents.node import NodeAgent, build_sources, make_runtime
+    from podledger.agents.node import NodeAgent, build_sources
     from podledger.agents.sink.writer import Sink
     from podledger.agents.sources.pod_config import PodStorage
     from podledger.streams.app import Pipeline
 
     require_bootstrap(settings)
     pipeline = Pipeline(settings, fold="fold" in roles)
-    api_source = bool(roles & {"source", "node"}) and settings.api_source_enabled
+    api_source = bool(roles & {"source", "node"}) and settings.api_source
     kube = connect_kube(settings) if "sink" in roles or api_source else None
 
     if "node" in roles:
@@ -145,12 +147,23 @@ def run_pipeline(
 
 def run_node(settings: Settings) -> int:
     """Every node agent of one node, without Faust: sources, pod workers, PLEG, prober."""
-    from podledger.agents.node import NodeAgent, make_runtime
+    from podledger.agents.node import NodeAgent
 
     require_bootstrap(settings)
-    kube = connect_kube(settings) if settings.api_source_enabled else None
+    kube = connect_kube(settings) if settings.api_source else None
     agent = NodeAgent(settings, make_runtime(settings), kube=kube)
     return run_until_signalled(agent.run())
+
+
+def make_runtime(settings: Settings) -> Runtime:
+    """The runtime named by PODLEDGER_RUNTIME (Settings.check allows process or sim)."""
+    if settings.runtime == "sim":
+        from podledger.agents.runtime.sim import SimRuntime
+
+        return SimRuntime(seed=settings.sim_seed)
+    from podledger.agents.runtime.process import ProcessRuntime
+
+    return ProcessRuntime(Path(settings.runtime_dir()))
 
 
 def run_until_signalled(main: Coroutine[Any, Any, Any]) -> int:

@@ -33,7 +33,7 @@ class Settings:
     manifest_url: str = ""  # a URL serving a Pod or PodList (staticPodURL); empty: no http source
     file_check_s: float = 20.0  # rescan period of the file source (inotify also wakes it)
     http_check_s: float = 20.0  # poll period of the http source
-    api_source: str = "true"  # watch the apiserver for this node's pods
+    api_source: bool = True  # watch the apiserver for this node's pods
     runtime: str = "process"  # the node agent's container runtime: process or sim
     runtime_state_dir: str = (
         ""  # where the process runtime keeps state.json and logs; default under the cache
@@ -97,10 +97,6 @@ class Settings:
         if self.relist_period_s <= 0 or self.pod_resync_s <= 0:
             raise UserError("relist and resync periods must be > 0")
 
-    @property
-    def api_source_enabled(self) -> bool:
-        return self.api_source.lower() not in ("false", "0", "no", "")
-
     def runtime_dir(self) -> str:
         """The process runtime's state directory: one per node, so agents of several nodes never share it."""
         if self.runtime_state_dir:
@@ -137,8 +133,18 @@ class Settings:
         return opts
 
 
+_TRUE = frozenset({"true", "1", "yes", "on"})
+_FALSE = frozenset({"false", "0", "no", "off"})
+
+
 def _coerce(name: str, type_name: Any, raw: str) -> Any:
     kind = str(type_name)
+    if kind == "bool":
+        if raw.lower() in _TRUE:
+            return True
+        if raw.lower() in _FALSE:
+            return False
+        raise UserError(f"{ENV_PREFIX}{name.upper()}={raw!r} is not a boolean (true or false)")
     try:
         if kind == "int":
             return int(raw)

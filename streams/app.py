@@ -26,7 +26,7 @@ from podledger.streams.batch import Batch, BatchFold
 from podledger.streams.fold import Coordinates, HoldLimits, Output
 from podledger.streams.state import FoldState
 from podledger.streams.topics import ALL_TOPICS
-from podledger.types import INGRESS_TOPICS
+from podledger.types import INGRESS_TOPICS, Topic
 
 log = logging.getLogger(__name__)
 
@@ -177,7 +177,7 @@ class Pipeline:
         for (partition, _), meta in zip(batch.journal, delivered, strict=True):
             journal_end[partition] = max(journal_end.get(partition, -1), meta.offset)
         await asyncio.gather(*[await self._send(out, p) for p, out in batch.outputs])
-        letters = Counter(out.value.reason for _, out in batch.outputs if out.topic == "dead-letter")
+        letters = Counter(out.value.reason for _, out in batch.outputs if out.topic == Topic.DEAD_LETTER)
         if letters:
             log.warning(
                 "dead-lettered %s", ", ".join(f"{n} {reason}" for reason, n in sorted(letters.items()))
@@ -199,14 +199,14 @@ class Pipeline:
         marker = self.state.journal_marker(partition)
         start = 0 if marker is None else marker + 1
         consumer = new_consumer(self.settings)
-        tp = TopicPartition(self.settings.topic("journal"), partition)
+        tp = TopicPartition(self.settings.topic(Topic.JOURNAL), partition)
         await consumer.start()
         try:
             consumer.assign([tp])
             fold = self._batch_fold()
             last = start - 1
             async for message in read_to_end(consumer, tp, start):
-                fold.add_journal_entry(partition, decode("journal", message.value))
+                fold.add_journal_entry(partition, decode(Topic.JOURNAL, message.value))
                 last = message.offset
             if last >= start:
                 fold.batch.journal.clear()

@@ -105,7 +105,7 @@ def test_a_restarted_agent_adopts_containers_and_resumes_from_the_log(
     settings = replace(
         settings,
         manifest_dir=str(manifests),
-        api_source="false",
+        api_source=False,
         relist_period_s=0.3,
         health_port=free_port(),
     )
@@ -230,7 +230,7 @@ def test_a_crash_looping_container_backs_off_and_the_fold_shows_why(
     manifests.mkdir()
     (manifests / "crasher.yaml").write_text(CRASHER)
     settings = replace(
-        settings, manifest_dir=str(manifests), api_source="false", relist_period_s=0.2, runtime="sim"
+        settings, manifest_dir=str(manifests), api_source=False, relist_period_s=0.2, runtime="sim"
     )
 
     async def run() -> None:
