@@ -21,7 +21,7 @@ from aiokafka import TopicPartition
 
 from podledger.agents.kube import Kube
 from podledger.agents.mirror import MirrorPods
-from podledger.agents.pleg import Pleg
+from podledger.agents.pleg import Pleg, RelistTiming
 from podledger.agents.prober import CheckOutcome, CheckResult, Prober, run_check
 from podledger.agents.runtime.base import Runtime
 from podledger.agents.sources import PodSource
@@ -81,6 +81,7 @@ class NodeAgent:
         *,
         kube: Kube | None = None,
         stop_pods_on_exit: bool = False,
+        on_relist: Callable[[RelistTiming], None] | None = None,
     ) -> None:
         self.settings = settings
         # A node agent normally leaves containers running for its successor to adopt; the demo does not.
@@ -112,6 +113,7 @@ class NodeAgent:
             self._publish_pleg,
             period_s=settings.relist_period_s,
             wanted=self.workers.publishes_for,
+            on_relist=on_relist,  # observers, e.g. `podledger bench node`
         )
         self.sources = build_sources(
             settings,
@@ -136,8 +138,8 @@ class NodeAgent:
         return delivery
 
     def _on_mirror(self, kind: str, pod: dict[str, Any]) -> None:
-        """A mirror pod changed in the apiserver: its static pod's worker checks it (R1.6: a mirror pod
-        event only resyncs its static pod)."""
+        """A mirror pod changed in the apiserver: its static pod's worker checks it (as the kubelet's
+        handleMirrorPod: a mirror pod event only resyncs its static pod)."""
         assert self.mirrors is not None
         self.mirrors.observe(kind, pod)
         for uid, w in self.workers.workers.items():
@@ -148,13 +150,13 @@ class NodeAgent:
         await self.publisher.publish(Topic.PROBE_RESULTS, result.uid, result, self.node)
 
     def _on_probe_change(self, result: models.ProbeResult) -> None:
-        # Liveness and startup failures make the worker kill the container (R3.5); startup success
-        # may let the next init container start.
+        # Liveness and startup failures make the worker kill the container (as syncLoopIteration does);
+        # startup success may let the next init container start.
         if result.probe != ProbeType.READINESS:
             self.workers.wake(result.uid)
 
     def health(self) -> tuple[bool, str]:
-        """The PLEG's relist health (R2.4), as the kubelet's healthz reports it."""
+        """The PLEG's relist health (generic.go Healthy), as the kubelet's healthz reports it."""
         return self.pleg.health.healthy(time.time())
 
     async def _watch_health(self, period_s: float = 5.0) -> None:

@@ -86,7 +86,7 @@ class Pipeline:
             )
             for spec in ALL_TOPICS
         }
-        self._by_kafka_name = {settings.topic(name): name for name in INGRESS_TOPICS}
+        self._by_kafka_name = {settings.topic(name): name.value for name in INGRESS_TOPICS}
         self.state = FoldState(settings)
         self._recovered: set[int] = set()  # partitions whose journal tail was re-applied
         self._waiting: set[bytes] = set()  # records holding events for unannounced pods

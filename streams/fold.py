@@ -160,7 +160,8 @@ def _hold(
     uid = event.uid
     before: PodRecord = record or {}
     held = [*before.get("held", []), HeldEvent(at, to_dict(event)).to_json()]
-    applied = {**before.get("applied", {}), at.topic: at.offset}
+    # str(): a Topic member as a key would not encode (orjson takes only exact str keys).
+    applied = {**before.get("applied", {}), str(at.topic): at.offset}
     overflow = max(len(held) - limits.max_events, 0)
     why = f"held beyond {limits.max_events} events"
     outputs = [_held_dead_letter(uid, HeldEvent.from_json(item), why) for item in held[:overflow]]
@@ -202,7 +203,7 @@ def _apply(
 
     record = PodRecord(**(new_record(event) if record is None else record))
     merged = {**applied, **record["applied"]}
-    record["applied"] = {**merged, at.topic: max(merged.get(at.topic, -1), at.offset)}
+    record["applied"] = {**merged, str(at.topic): max(merged.get(at.topic, -1), at.offset)}
     terminate = False
     if at.topic == Topic.POD_UPDATES:
         record["pod"] = event.pod

@@ -28,10 +28,12 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class RelistTiming:
-    """How long one relist took: listing and diffing alone, and up to its events' acknowledgement."""
+    """One relist: seconds spent listing and diffing alone, seconds up to its events' acknowledgement,
+    and how many events it published."""
 
     list_s: float
     total_s: float
+    published: int
 
 
 class Pleg:
@@ -70,6 +72,7 @@ class Pleg:
         ts_ms = int(now * 1000)
         empty: RuntimeSnapshot = {"containers": [], "ips": []}
         deliveries = []
+        published = 0
         for event in events:
             if not self.wanted(event.pod_uid):
                 continue
@@ -79,12 +82,13 @@ class Pleg:
                     event.pod_uid, self.node, event.type, event.container_id, cast(JSONDict, snapshot), ts_ms
                 )
             )
+            published += 1
             if delivery is not None:
                 deliveries.append(delivery)
         # A relist's events are queued one after another and acknowledged together, in shared batches.
         await asyncio.gather(*deliveries)
         if self.on_relist is not None:
-            self.on_relist(RelistTiming(listed - started, time.perf_counter() - started))
+            self.on_relist(RelistTiming(listed - started, time.perf_counter() - started, published))
         self.previous = current
         self.health.record_relist(now)
         return events

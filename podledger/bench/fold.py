@@ -1,0 +1,239 @@
+"""`podledger bench fold`: the fold through a real broker, compared over the same messages with the
+offline fold and a bare aiokafka consume-decode-encode-produce loop (the floor any Kafka pipeline in
+Python stands on)."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+import orjson
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.admin import NewTopic
+
+from podledger.bench.harness import (
+    bench_settings,
+    machine,
+    peak_rss_mb,
+    percentile,
+    say,
+    start_service,
+    stop_service,
+    topic_count,
+)
+from podledger.config import Settings
+from podledger.errors import UserError
+from podledger.partitioner import partition_for_node
+from podledger.schemas import decode, encode
+from podledger.streams.replay import replay
+from podledger.streams.topics import ensure_topics, start_admin
+from podledger.types import INGRESS_TOPICS, Topic
+from podledger.workload import IngressEvent, produce, workload
+
+
+@dataclass
+class FoldFigures:
+    events_per_s: float = 0.0
+    p50_ms: float = float("nan")
+    p99_ms: float = float("nan")
+    offline_events_per_s: float = 0.0
+    raw_events_per_s: float = 0.0
+    rss_mb: float = float("nan")
+    latency_samples: int = 0
+
+    def line(self) -> str:
+        return (
+            f"fold events_per_s={self.events_per_s:.0f} p50_ms={self.p50_ms:.1f} p99_ms={self.p99_ms:.1f}"
+            f" offline_events_per_s={self.offline_events_per_s:.0f}"
+            f" raw_events_per_s={self.raw_events_per_s:.0f}"
+            f" rss_mb={self.rss_mb:.0f}"
+        )
+
+
+def bench_fold(
+    base: Settings, *, pods: int, events: int, rate: int, latency_seconds: float, partitions: int
+) -> FoldFigures:
+    settings = bench_settings(base, partitions=partitions)
+    figures = FoldFigures()
+    asyncio.run(ensure_topics(settings))
+    say(f"topics {settings.topic_prefix}* ({partitions} partitions) on {settings.bootstrap}")
+
+    t = time.monotonic()
+    # Events are 1 ms apart in event time; the backlog ends now, so later events are newer.
+    start_ms = int(time.time() * 1000) - events
+    backlog = list(workload(pods, events, nodes=max(1, pods // 100), seed=1, start_ms=start_ms))
+    say(f"generated {len(backlog)} events for {pods} pods in {time.monotonic() - t:.1f}s")
+    t = time.monotonic()
+    asyncio.run(produce(settings, backlog))
+    say(f"produced them in {time.monotonic() - t:.1f}s ({len(backlog) / (time.monotonic() - t):.0f}/s)")
+
+    worker = start_service(settings, "fold")
+    try:
+        figures.events_per_s = drain_backlog(settings, worker, len(backlog))
+        say(f"pipeline: {figures.events_per_s:.0f} events/s")
+        if rate > 0 and latency_seconds > 0:
+            latencies = measure_latency(settings, worker, pods, rate, latency_seconds)
+            figures.latency_samples = len(latencies)
+            figures.p50_ms, figures.p99_ms = percentile(latencies, 50), percentile(latencies, 99)
+            say(f"latency at {rate}/s: p50 {figures.p50_ms:.1f} ms, p99 {figures.p99_ms:.1f} ms")
+        figures.rss_mb = peak_rss_mb(worker.pid)
+    finally:
+        stop_service(worker)
+
+    lines = [encode(e.value) for e in backlog]
+    t = time.monotonic()
+    count = sum(1 for _ in replay(lines))
+    figures.offline_events_per_s = len(lines) / (time.monotonic() - t)
+    say(f"offline fold: {figures.offline_events_per_s:.0f} events/s ({count} outputs)")
+
+    figures.raw_events_per_s = asyncio.run(raw_floor(settings, len(backlog)))
+    say(f"raw aiokafka floor: {figures.raw_events_per_s:.0f} events/s")
+    return figures
+
+
+def drain_backlog(settings: Settings, worker: subprocess.Popen[bytes], total: int) -> float:
+    """Events/s from the worker's first journal entry to its last (start-up excluded)."""
+    first: tuple[float, int] | None = None
+    last_report = time.monotonic()
+    while True:
+        if worker.poll() is not None:
+            raise UserError(f"the fold worker exited with {worker.returncode}")
+        done = asyncio.run(topic_count(settings, Topic.JOURNAL))
+        now = time.monotonic()
+        if first is None and done > 0:
+            first = (now, done)
+        if done >= total:
+            assert first is not None
+            return (done - first[1]) / max(now - first[0], 1e-9)
+        if now - last_report > 5:
+            say(f"folded {done}/{total} ...")
+            last_report = now
+        time.sleep(0.05)
+
+
+def measure_latency(
+    settings: Settings, worker: subprocess.Popen[bytes], pods: int, rate: int, seconds: float
+) -> list[float]:
+    """Produce at `rate` events/s for `seconds`; latency = pod-status append - ingress append."""
+    count = int(rate * seconds)
+    events = list(workload(max(pods // 10, 1), count, nodes=max(1, pods // 1000), seed=2))
+    before = asyncio.run(topic_count(settings, Topic.JOURNAL))
+    asyncio.run(_paced_produce(settings, events, rate))
+    deadline = time.monotonic() + 120
+    while asyncio.run(topic_count(settings, Topic.JOURNAL)) < before + count and time.monotonic() < deadline:
+        if worker.poll() is not None:
+            raise UserError(f"the fold worker exited with {worker.returncode}")
+        time.sleep(0.2)
+    return asyncio.run(_latencies(settings, {e.ts_ms for e in events}))
+
+
+async def _paced_produce(settings: Settings, events: list[IngressEvent], rate: int) -> None:
+    producer = AIOKafkaProducer(
+        bootstrap_servers=settings.bootstrap, linger_ms=1, **settings.kafka_client_options()
+    )
+    await producer.start()
+    try:
+        start = time.monotonic()
+        for i, event in enumerate(events):
+            due = start + i / rate
+            delay = due - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            now_ms = int(time.time() * 1000)
+            value = replace(event.value, ts_ms=now_ms)
+            await producer.send(
+                settings.topic(event.topic),
+                key=event.key.encode(),
+                value=encode(value),
+                partition=partition_for_node(event.node, settings.partitions),
+                timestamp_ms=now_ms,
+            )
+        await producer.flush()
+    finally:
+        await producer.stop()
+
+
+async def _latencies(settings: Settings, since: set[int]) -> list[float]:
+    floor = min(since)
+    consumer = AIOKafkaConsumer(
+        settings.topic(Topic.POD_STATUS),
+        bootstrap_servers=settings.bootstrap,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        group_id=None,
+        **settings.kafka_client_options(),
+    )
+    await consumer.start()
+    out: list[float] = []
+    try:
+        while True:
+            batch = await consumer.getmany(timeout_ms=1000, max_records=10_000)
+            if not batch:
+                return out
+            for records in batch.values():
+                for record in records:
+                    if record.value is None:
+                        continue
+                    vs = decode(Topic.POD_STATUS, record.value)
+                    if vs.cause.ts_ms >= floor:
+                        out.append(record.timestamp - vs.cause.ts_ms)
+    finally:
+        await consumer.stop()
+
+
+async def raw_floor(settings: Settings, total: int) -> float:
+    """Consume the ingress topics, decode and re-encode each value, produce it: events/s."""
+    consumer = AIOKafkaConsumer(
+        *(settings.topic(t) for t in INGRESS_TOPICS),
+        bootstrap_servers=settings.bootstrap,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        group_id=f"{settings.topic_prefix}raw-floor",
+        **settings.kafka_client_options(),
+    )
+    producer = AIOKafkaProducer(bootstrap_servers=settings.bootstrap, linger_ms=5, max_batch_size=1 << 20)
+    sink = settings.topic("raw-floor")
+    admin = await start_admin(settings)
+    try:
+        await admin.create_topics([NewTopic(sink, settings.partitions, settings.replication_factor)])
+    finally:
+        await admin.close()
+    await consumer.start()
+    await producer.start()
+    try:
+        done = 0
+        started: float | None = None
+        while done < total:
+            batch = await consumer.getmany(timeout_ms=1000, max_records=5000)
+            if started is None and batch:
+                started = time.monotonic()
+            for tp, records in batch.items():
+                for record in records:
+                    value: Any = orjson.loads(record.value)
+                    await producer.send(
+                        sink, key=record.key, value=orjson.dumps(value), partition=tp.partition
+                    )
+                    done += 1
+        await producer.flush()
+        return done / (time.monotonic() - (started or time.monotonic()))
+    finally:
+        await consumer.stop()
+        await producer.stop()
+
+
+def print_fold(figures: FoldFigures, *, pods: int, events: int, partitions: int) -> None:
+    print(f"{machine()}; pods={pods} events={events} partitions={partitions}")
+    print(f"pipeline (Faust fold, real broker): {figures.events_per_s:,.0f} events/s")
+    print(
+        f"latency ingress->pod-status:       p50 {figures.p50_ms:.1f} ms  p99 {figures.p99_ms:.1f} ms"
+        f"  ({figures.latency_samples} versions)"
+    )
+    print(f"offline fold (same messages):       {figures.offline_events_per_s:,.0f} events/s")
+    print(f"raw aiokafka loop (floor):          {figures.raw_events_per_s:,.0f} events/s")
+    ratio = figures.raw_events_per_s / figures.events_per_s if figures.events_per_s else float("inf")
+    print(f"pipeline vs floor:                  {ratio:.1f}x slower")
+    print(f"fold worker peak RSS:               {figures.rss_mb:.0f} MB")
+    print(figures.line())

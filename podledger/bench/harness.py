@@ -1,0 +1,104 @@
+"""What every benchmark shares: a private topic prefix on a real broker, child processes with the
+right environment, counting a topic, percentiles, and the machine line printed with every figure."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from dataclasses import replace
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from podledger import local
+from podledger.config import Settings
+
+
+def say(message: str) -> None:
+    """Progress on stderr; figures go to stdout."""
+    print(f"bench: {message}", file=sys.stderr, flush=True)
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The nearest-rank q-th percentile; NaN for no values."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
+
+
+def machine() -> str:
+    """The size of this machine, printed with every figure."""
+    mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return f"machine: {os.cpu_count()} cores, {mem_gb:.0f} GB"
+
+
+def bench_settings(base: Settings, **changes: Any) -> Settings:
+    """`base` on topics of its own (a fresh prefix), on the broker PODLEDGER_BOOTSTRAP names or else
+    the local one `make demo` uses (started if needed)."""
+    settings = replace(base, topic_prefix=f"bench-{uuid.uuid4().hex[:8]}.", log_level="warning", **changes)
+    if settings.bootstrap:
+        return settings
+    kafka, _ = local.up(kafka=True, kube=False)
+    assert kafka is not None
+    say(f"using the local broker at {kafka.bootstrap} (stop it with 'podledger local down')")
+    return replace(settings, bootstrap=kafka.bootstrap)
+
+
+def local_kubeconfig(settings: Settings) -> str:
+    """The kubeconfig KUBECONFIG names, else the local apiserver's (started if needed)."""
+    if settings.kubeconfig:
+        return settings.kubeconfig
+    _, kube = local.up(kafka=False, kube=True)
+    assert kube is not None
+    say(f"using the local apiserver at {kube.server}")
+    return kube.kubeconfig
+
+
+def start_service(settings: Settings, roles: str, **env: str) -> subprocess.Popen[bytes]:
+    """`podledger run --roles ROLES` as a child process on the benchmark's broker and topics."""
+    child_env = dict(os.environ)
+    child_env.update(
+        PODLEDGER_BOOTSTRAP=settings.bootstrap,
+        PODLEDGER_TOPIC_PREFIX=settings.topic_prefix,
+        PODLEDGER_PARTITIONS=str(settings.partitions),
+        PODLEDGER_LOG_LEVEL="warning",
+        **env,
+    )
+    return subprocess.Popen(
+        [sys.executable, "-m", "podledger.cli", "run", "--roles", roles],
+        env=child_env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+    )
+
+
+def stop_service(proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+    """SIGTERM, then SIGKILL if it has not exited within `timeout`."""
+    proc.terminate()
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def peak_rss_mb(pid: int) -> float:
+    """A process's peak resident set (VmHWM), in MB."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+async def topic_count(settings: Settings, name: str) -> int:
+    """Messages in a topic: the sum of its partitions' end offsets."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=settings.bootstrap, **settings.kafka_client_options())
+    await consumer.start()
+    try:
+        tps = [TopicPartition(settings.topic(name), p) for p in range(settings.partitions)]
+        return sum((await consumer.end_offsets(tps)).values())
+    finally:
+        await consumer.stop()
