@@ -1,8 +1,8 @@
 """The apiserver edge: the few REST calls podledger makes, on plain JSON.
 
 Built on the kubernetes client's configuration and transport (kubeconfig, in-cluster, auth),
-but requests and responses stay dicts parsed with orjson (DESIGN principle 6): the hot paths
-never build the client's model classes. Calls are blocking; async callers use `asyncio.to_thread`.
+but requests and responses stay dicts parsed with orjson (docs/architecture.md#plain-data): the hot
+paths never build the client's model classes. Calls are blocking; async callers use `asyncio.to_thread`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Mirror pods: how a node's static pods (file and http sources) show up in the apiserver (spec R5.10).
+"""Mirror pods: how a node's static pods (file and http sources) show up in the apiserver
+(docs/kubelet-rules.md#mirror-pods).
 
 A mirror pod is a copy of the static pod bound to the node, annotated `kubernetes.io/config.mirror` with
 the static pod's config hash and owned by the Node. The pod worker of a static pod makes sure its mirror
@@ -96,7 +97,7 @@ class MirrorPods:
 
     async def ensure(self, static_pod: JSONDict) -> str:
         """Make the static pod's mirror current; returns the action taken. Skipped while the Node is
-        missing or being deleted (R5.10)."""
+        missing or being deleted (as the kubelet's SyncPod does)."""
         return await asyncio.to_thread(self._ensure, static_pod)
 
     def _ensure(self, static_pod: JSONDict) -> str:
@@ -135,7 +136,7 @@ class MirrorPods:
 
     def _current_node(self) -> JSONDict | None:
         """The Node as it is now (mirrors must be owned by its current UID); None while it is missing or
-        being deleted, when no mirror is made (R5.10)."""
+        being deleted, when no mirror is made (as in the kubelet's SyncPod)."""
         try:
             node = self.kube.get_node(self.node_name)
         except KubeError:

@@ -1,7 +1,8 @@
 """The plain aiokafka clients of the processes that do not run Faust (node agents, tools).
 
 Every producer here uses the shared node-name partitioner, so what a node agent publishes lands on the
-same partition number as the rest of its pods' events (DESIGN: co-partitioning).
+same partition number as the rest of its pods' events (co-partitioning: podledger/partitioner.py and
+docs/architecture.md#topics-and-partitioning).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from typing import Any
 
 from podledger.schemas import models
 from podledger.streams.status import rfc3339
-from podledger.types import JSONDict, PlegEventType, Topic
+from podledger.types import JSONDict, PlegEventType, PodOp, ProbeResult, ProbeType, Topic
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +95,7 @@ class PodLife:
         step = self.step
         self.step += 1
         if step == 0:
-            return self._update("ADD", ts)
+            return self._update(PodOp.ADD, ts)
         phase = (step - 1) % 5
         if phase == 0:
             runtime = self._runtime(ts, "running")
@@ -109,11 +109,15 @@ class PodLife:
             )
         if phase == 1:
             cid = f"sim://{self.uid[:8]}-app-{self.restarts}"
-            probe = models.ProbeResult(self.uid, self.node, "app", cid, "readiness", "Success", ts)
+            probe = models.ProbeResult(
+                self.uid, self.node, "app", cid, ProbeType.READINESS, ProbeResult.SUCCESS, ts
+            )
             return IngressEvent(Topic.PROBE_RESULTS, self.uid, self.node, probe, ts)
         if phase == 2:
             cid = f"sim://{self.uid[:8]}-app-{self.restarts}"
-            probe = models.ProbeResult(self.uid, self.node, "app", cid, "readiness", "Failure", ts)
+            probe = models.ProbeResult(
+                self.uid, self.node, "app", cid, ProbeType.READINESS, ProbeResult.FAILURE, ts
+            )
             return IngressEvent(Topic.PROBE_RESULTS, self.uid, self.node, probe, ts)
         if phase == 3:
             runtime = self._runtime(ts, "exited", exit_code=self.rng.choice((1, 2, 137)))
@@ -141,7 +145,7 @@ class PodLife:
         return IngressEvent(Topic.POD_UPDATES, self.uid, self.node, update, ts)
 
     def remove(self, ts: int) -> IngressEvent:
-        return self._update("REMOVE", ts)
+        return self._update(PodOp.REMOVE, ts)
 
 
 def workload(

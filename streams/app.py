@@ -30,8 +30,6 @@ from podledger.types import INGRESS_TOPICS, Topic
 
 log = logging.getLogger(__name__)
 
-JSONDict = dict[str, Any]
-
 
 def faust_broker_url(bootstrap: str) -> str:
     return ";".join(f"kafka://{server.strip()}" for server in bootstrap.split(",") if server.strip())

@@ -15,7 +15,7 @@ from typing import Any, TypedDict
 from podledger.schemas import DecodeError, decode, encode, from_dict, models, to_dict
 from podledger.streams import status as status_gen
 from podledger.streams import status_manager
-from podledger.types import JSONDict, RuntimeSnapshot, Topic
+from podledger.types import JSONDict, LifecycleKind, PodOp, RuntimeSnapshot, Topic
 
 
 class PodRecord(TypedDict, total=False):
@@ -197,7 +197,7 @@ def _apply(
         uid,
         models.JournalEntry(kind, at.topic, at.partition, at.offset, at.ts_ms, to_dict(event)),
     )
-    if at.topic == Topic.POD_UPDATES and event.op == "REMOVE":
+    if at.topic == Topic.POD_UPDATES and event.op == PodOp.REMOVE:
         # The pod left the node's config: compacted topics forget it.
         return None, [journal, Output(Topic.POD_STATUS, uid, None)]
 
@@ -220,12 +220,12 @@ def _apply(
         results[event.probe] = event.result
         by_id[event.container_id] = results
         record["probes"] = {**record["probes"], event.container_name: dict(list(by_id.items())[-2:])}
-    elif event.kind == "sync_result":
+    elif event.kind == LifecycleKind.SYNC_RESULT:
         record["reasons"] = {
             r["container"]: {"reason": r["reason"], "message": r.get("message", "")}
             for r in event.sync_results
         }
-    elif event.kind == "terminating":
+    elif event.kind == LifecycleKind.TERMINATING:
         record["terminating"] = True
     else:  # terminated
         record["terminating"] = record["terminated"] = True

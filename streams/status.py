@@ -1,8 +1,9 @@
-"""Pure status generation: the kubelet's generateAPIPodStatus over plain dicts (spec §4).
+"""Pure status generation: the kubelet's generateAPIPodStatus over plain dicts.
 
 No I/O and no clock: the caller passes `now` (the input event's time), so replaying the journal
 reproduces every status bit for bit. Inputs are the desired pod (API JSON), the cached status,
 the runtime snapshot carried by pleg events, probe results and the pod worker's reason cache.
+The rules: docs/kubelet-rules.md#status-generation.
 
 Runtime snapshot (pleg value `runtime`):
     {"containers": [{"id", "name", "state": created|running|exited|unknown, "exit_code",
@@ -22,9 +23,17 @@ from typing import Any
 
 import orjson
 
-from podledger.types import TERMINAL_PHASES, JSONDict, RuntimeContainer, RuntimeSnapshot
+from podledger.types import (
+    TERMINAL_PHASES,
+    JSONDict,
+    ProbeResult,
+    ProbeType,
+    RuntimeContainer,
+    RuntimeSnapshot,
+)
 
-# Conditions the kubelet owns (spec R4.3); everything else in the API status belongs to others.
+# Conditions the kubelet owns (types/pod_status.go PodConditionByKubelet); everything else in the API
+# status belongs to others.
 KUBELET_OWNED_CONDITIONS = frozenset(
     {"PodScheduled", "Ready", "Initialized", "ContainersReady", "PodReadyToStartContainers"}
 )
@@ -129,7 +138,7 @@ def has_any_regular_container_started(pod: JSONDict, statuses: Iterable[JSONDict
     return False
 
 
-# --------------------------------------------------------------------------- phase (R4.1, R4.2)
+# --------------------------------------------------------------------------- phase (getPhase)
 
 
 def get_phase(
@@ -211,7 +220,7 @@ def get_phase(
     return "Pending"
 
 
-# --------------------------------------------------------------------------- conditions (R4.9-R4.11)
+# --------------------------------------------------------------------------- conditions (status/generate.go)
 
 
 def _all_statuses(
@@ -325,7 +334,7 @@ def ready_to_start_containers_condition(runtime: RuntimeSnapshot | None) -> JSON
     return condition("PodReadyToStartContainers", "True" if ready else "False")
 
 
-# --------------------------------------------------------------------------- container statuses (R4.5-R4.8)
+# --------------------------------------------------------------------------- container statuses
 
 
 def container_id(runtime: RuntimeSnapshot | None, cid: str) -> str:
@@ -430,7 +439,7 @@ def convert_container_statuses(
                 status["lastState"] = json_copy(old.get("lastState") or {})
         statuses[name] = status
 
-    # A container that was running and that the runtime no longer reports (R4.6).
+    # A container that was running and that the runtime no longer reports.
     runtime_names = {rc["name"] for rc in runtime_containers}
     deleted = bool((pod.get("metadata") or {}).get("deletionTimestamp"))
     for container in containers:
@@ -468,7 +477,7 @@ def convert_container_statuses(
             statuses[name]["lastState"] = converted["state"]
         seen[name] = seen.get(name, 0) + 1
 
-    # Containers that will restart show the pod worker's last sync error (R4.8).
+    # Containers that will restart show the pod worker's last sync error (the reason cache).
     for container in containers:
         name = container["name"]
         newest = latest.get(name)
@@ -512,17 +521,17 @@ def apply_probe_results(pod: JSONDict, status: JSONDict, probes: JSONDict | None
     def started(cs: JSONDict, container: JSONDict) -> bool:
         if state_of(cs) != "running":
             return False
-        result = _probe_result(probes, cs, "startup")
+        result = _probe_result(probes, cs, ProbeType.STARTUP)
         if result is not None:
-            return result == "Success"
-        return not _has_probe(container, "startup")
+            return result == ProbeResult.SUCCESS
+        return not _has_probe(container, ProbeType.STARTUP)
 
     def ready(cs: JSONDict, container: JSONDict) -> bool:
         if state_of(cs) != "running":
             return False
-        if _probe_result(probes, cs, "readiness") == "Success":
+        if _probe_result(probes, cs, ProbeType.READINESS) == ProbeResult.SUCCESS:
             return True
-        return not _has_probe(container, "readiness")
+        return not _has_probe(container, ProbeType.READINESS)
 
     for cs in status.get("containerStatuses") or []:
         container = containers.get(cs["name"], {})
@@ -563,7 +572,7 @@ def qos_class(pod: JSONDict) -> str:
     return "Guaranteed" if guaranteed else "Burstable"
 
 
-# --------------------------------------------------------------------------- generateAPIPodStatus (R4.3)
+# --------------------------------------------------------------------------- generateAPIPodStatus
 
 
 def generate_api_status(

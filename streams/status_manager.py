@@ -1,9 +1,10 @@
-"""Pure status-manager rules (the kubelet's pkg/kubelet/status) over plain dicts (spec §5).
+"""Pure status-manager rules (the kubelet's pkg/kubelet/status) over plain dicts.
 
 `set_pod_status` is updateStatusInternal: it refuses illegal container state transitions,
 keeps condition transition times and startTime, normalizes, and bumps the version only when the
 kubelet-owned view of the status changed (or when forced, as for a pod being deleted).
 `terminate_pod_status` is TerminatePod's status rewrite. No I/O, no clock.
+The rules: docs/kubelet-rules.md#status-manager.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from podledger.streams.status import (
 )
 from podledger.types import TERMINAL_PHASES, JSONDict
 
-# Conditions whose lastTransitionTime the status manager maintains (spec R5.2 step 3).
+# Conditions whose lastTransitionTime the status manager maintains (updateLastTransitionTime).
 TRANSITION_TIMED = KUBELET_OWNED_CONDITIONS | SHARED_CONDITIONS | {"PodHasNetwork"}
 MAX_TERMINATION_MESSAGE_BYTES = 12288  # MaxPodTerminationMessageLogLength
 _FRACTION = re.compile(r"\.\d+(?=Z|[+-]\d\d:\d\d$)")
@@ -37,7 +38,7 @@ _FRACTION = re.compile(r"\.\d+(?=Z|[+-]\d\d:\d\d$)")
 
 
 def check_container_state_transition(old: JSONDict, new: JSONDict, pod: JSONDict) -> str | None:
-    """The error that makes the status manager drop an update, or None (spec R5.3)."""
+    """The error that makes the status manager drop an update, or None (checkContainerStateTransition)."""
     policy = restart_policy(pod)
     if policy == "Always":
         return None
@@ -86,7 +87,7 @@ def _truncate_bytes(text: str, limit: int) -> str:
 
 
 def normalize_status(pod: JSONDict, status: JSONDict) -> JSONDict:
-    """A copy with messages cut to the byte budget, times in seconds, statuses sorted (R5.4)."""
+    """A copy with messages cut to the byte budget, times in seconds, statuses sorted (normalizeStatus)."""
     return _normalize_in_place(pod, json_copy(status))
 
 
@@ -161,8 +162,8 @@ def _owned_conditions_match(old: JSONDict, new: JSONDict) -> bool:
 
 
 def is_pod_status_by_kubelet_equal(old: JSONDict, new: JSONDict) -> bool:
-    """Spec R5.5: owned and shared conditions of `new` match `old` (times ignored), and the
-    rest of the status is semantically equal. Conditions only in `old` do not count."""
+    """isPodStatusByKubeletEqual: owned and shared conditions of `new` match `old` (times ignored),
+    and the rest of the status is semantically equal. Conditions only in `old` do not count."""
     if not _owned_conditions_match(old, new):
         return False
     replaced = {**old, "conditions": new.get("conditions")}
@@ -218,7 +219,7 @@ def set_pod_status(
     *,
     force: bool = False,
 ) -> StatusUpdate:
-    """updateStatusInternal (R5.2) for a freshly generated status `new`, which it takes over
+    """updateStatusInternal (SetPodStatus) for a freshly generated status `new`, which it takes over
     (and may change). The stored status is canonical: normalized, and without null or empty
     fields, so two statuses are semantically equal exactly when they are equal dicts."""
     old = cached if cached is not None else (pod.get("status") or {})
@@ -286,7 +287,7 @@ def initialized_containers(statuses: list[JSONDict]) -> list[JSONDict]:
 
 
 def terminate_pod_status(pod: JSONDict, cached: JSONDict | None) -> JSONDict:
-    """TerminatePod (R5.7): every container gets a terminated state, the phase a terminal one."""
+    """TerminatePod: every container gets a terminated state, the phase a terminal one."""
     status = json_copy(cached if cached is not None else (pod.get("status") or {}))
     if has_pod_initialized(pod):
         for cs in status.get("containerStatuses") or []:

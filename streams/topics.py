@@ -1,4 +1,5 @@
-"""The topics of DESIGN.md: names, cleanup, retention, and their declarative creation."""
+"""podledger's topics (docs/architecture.md#topics-and-partitioning): names, cleanup, retention, and
+their declarative creation."""
 
 from __future__ import annotations
 

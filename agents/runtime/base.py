@@ -1,4 +1,5 @@
-"""The container-runtime interface shared by the process, sim and (later) CRI runtimes (DESIGN "Runtimes").
+"""The container-runtime interface shared by the process, sim and (later) CRI runtimes
+(docs/architecture.md#runtimes).
 
 Pod workers drive a runtime through the async calls; the PLEG polls `relist`, whose output is exactly the
 runtime snapshot documented in streams/status.py, so the fold never needs to know which runtime ran a pod.

@@ -1,8 +1,9 @@
 """The embedded default runtime: every container is a local process in its own process group.
 
-It makes the whole pipeline run for real on any machine (DESIGN "Runtimes"): real exit codes, log files and
-graceful termination, without containerd. State is persisted to `<state_dir>/state.json` after every change,
-so a restarted agent adopts the processes it left running instead of starting them twice.
+It makes the whole pipeline run for real on any machine (docs/architecture.md#runtimes): real exit codes,
+log files and graceful termination, without containerd. State is persisted to `<state_dir>/state.json`
+after every change, so a restarted agent adopts the processes it left running instead of starting them
+twice.
 
 Limits, on purpose: `image` is only recorded, there is no isolation beyond the process group, env `valueFrom`
 and `$(VAR)` expansion are not supported, and an adopted process's exit code cannot be known (it is not our

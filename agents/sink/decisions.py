@@ -1,4 +1,5 @@
-"""Pure decisions of the status manager's API side (spec R5.8, R5.9, R5.10) over plain dicts.
+"""Pure decisions of the status manager's API side (status_manager.go syncBatch and syncPod) over
+plain dicts; docs/kubelet-rules.md#sink-and-api-sync.
 
 The kubelet's syncPod reads the pod from the apiserver, merges its cached status into what the
 API holds (`merge_pod_status`), and sends the strategic two-way merge patch between the two
@@ -10,9 +11,9 @@ from the cache (`needs_reconcile`). `sync_decision` strings these together for o
 Everything here is Kubernetes API JSON (camelCase dicts). No I/O and no clock: the caller
 passes `now` (RFC 3339) where upstream reads the time. Inputs are never mutated.
 
-Static pods (R5.10) are the caller's business: their status is written through the mirror pod
-(pass the mirror's UID and API copy), a static pod without a mirror is not synced at all, and
-mirror pods are never deleted here (`can_be_deleted` refuses them).
+Static pods (docs/kubelet-rules.md#mirror-pods) are the caller's business: their status is written
+through the mirror pod (pass the mirror's UID and API copy), a static pod without a mirror is not
+synced at all, and mirror pods are never deleted here (`can_be_deleted` refuses them).
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ _RETAIN_KEYS = "$retainKeys"
 _PATCH = "$patch"
 
 
-# --------------------------------------------------------------------------- mergePodStatus (R5.9 step 3)
+# --------------------------------------------------------------------------- mergePodStatus (from syncPod)
 
 
 def _is_terminal(phase: Any) -> bool:
@@ -279,7 +280,7 @@ def patch_bytes(patch: JSONDict) -> bytes:
     return raw
 
 
-# --------------------------------------------------------------------------- needsReconcile (R5.8)
+# --------------------------------------------------------------------------- needsReconcile (from syncBatch)
 
 
 def needs_reconcile(api_status: JSONDict, cached_status: JSONDict, pod: JSONDict) -> bool:
@@ -298,7 +299,7 @@ def needs_reconcile(api_status: JSONDict, cached_status: JSONDict, pod: JSONDict
     return not is_pod_status_by_kubelet_equal(api, cached)
 
 
-# --------------------------------------------------------------------------- canBeDeleted (R5.9 step 6)
+# --------------------------------------------------------------------------- canBeDeleted (end of syncPod)
 
 
 def is_mirror_pod(pod: JSONDict) -> bool:
@@ -318,7 +319,7 @@ def can_be_deleted(api_pod: JSONDict, finished: bool, is_mirror: bool) -> bool:
     return finished
 
 
-# --------------------------------------------------------------------------- syncPod (R5.9)
+# --------------------------------------------------------------------------- syncPod
 
 SyncAction = Literal["skip-notfound", "drop-recreated", "patch", "unchanged"]
 

@@ -1,4 +1,5 @@
-"""The apiserver sink: the only writer of pod status to the kube-apiserver (spec R5.8, R5.9).
+"""The apiserver sink: the only writer of pod status to the kube-apiserver (the status manager's
+syncBatch and syncPod; docs/kubelet-rules.md#sink-and-api-sync).
 
 It does what the kubelet's status manager does in syncBatch/syncPod, with the log as its memory:
 
@@ -17,7 +18,7 @@ It does what the kubelet's status manager does in syncBatch/syncPod, with the lo
 - A finished pod whose API copy has a deletionTimestamp and a terminal phase is DELETEd with
   grace 0 and a UID precondition, announced on pod-deletions, and forgotten. Mirror pods never.
 
-The decisions are pure functions in streams/api_sync.py; this module only moves data.
+The decisions are pure functions in agents/sink/decisions.py; this module only moves data.
 """
 
 from __future__ import annotations
@@ -211,7 +212,7 @@ class Sink:
                 self._schedule(uid, delay)
                 continue
             if outcome == SinkOutcome.NO_MIRROR:
-                # A static pod is written only through its mirror (R5.8); the node agent creates it.
+                # A static pod is written only through its mirror (syncBatch); the node agent creates it.
                 entry.failures += 1
                 self._schedule(uid, min(RETRY_FIRST_S * 2 ** (entry.failures - 1), RETRY_MAX_S))
                 continue
@@ -264,7 +265,7 @@ class Sink:
         if vs.static:
             if not mirror_matches(api_pod, vs):
                 return SinkOutcome.NO_MIRROR, None
-            uid = api_pod["metadata"]["uid"]  # the status UID: the mirror's (R5.8)
+            uid = api_pod["metadata"]["uid"]  # the status UID: the mirror's (syncBatch)
         now = rfc3339(time.time())
         fields = {
             "status": vs.status,
@@ -321,7 +322,8 @@ class Sink:
         for uid, entry in written.items():
             vs = entry.desired
             if vs.static:
-                # Compared through the mirror (R5.8); a recreated mirror has had nothing written yet.
+                # needsReconcile compares through the mirror; a recreated mirror has had nothing
+                # written yet.
                 api_pod = by_name.get((vs.namespace, vs.name))
                 if api_pod is None or not mirror_matches(api_pod, vs):
                     continue

@@ -1,8 +1,8 @@
-"""The apiserver pod source: list and watch the pods bound to this node (spec R1.5).
+"""The apiserver pod source: list and watch the pods bound to this node (config/apiserver.go).
 
 The watch runs in a daemon thread (the client is blocking) and hands events to the event loop.
-The kubelet's podStorage (agents/pod_config.py) turns each new list into incremental ops (ADD,
-UPDATE, DELETE, REMOVE, RECONCILE), published one pod per message on pod-updates.
+The kubelet's podStorage (agents/sources/pod_config.py) turns each new list into incremental ops
+(ADD, UPDATE, DELETE, REMOVE, RECONCILE), published one pod per message on pod-updates.
 """
 
 from __future__ import annotations
@@ -59,8 +59,8 @@ class ApiserverSource:
             stop.set()
 
     async def _handle(self, kind: str, pod: JSONDict) -> None:
-        """Every change of the apiserver's list is a SET of the whole list (R1.5), which the
-        kubelet's podStorage turns into the incremental ops published on pod-updates."""
+        """Every change of the apiserver's list is a SET of the whole list (config/apiserver.go),
+        which the kubelet's podStorage turns into the incremental ops published on pod-updates."""
         if kind == "RELISTED":  # pods missing from a new list were deleted while nobody watched
             alive = set(pod["uids"])
             self.current = {uid: p for uid, p in self.current.items() if uid in alive}

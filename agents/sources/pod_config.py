@@ -1,8 +1,9 @@
 """The kubelet's pod config merge (podStorage, Incremental mode) and static-pod defaults, pure.
 
-Spec R1.4 and R1.6-R1.9; upstream pkg/kubelet/config/{config,common}.go where the spec is silent.
-Pods are plain JSON dicts (DESIGN: pods stay JSON). Nothing here does I/O or reads a clock: callers
-pass `now` (RFC3339) so a replay of the same inputs produces the same outputs.
+Upstream pkg/kubelet/config/config.go (podStorage.merge, checkAndUpdatePod, seenSources) and common.go
+(applyDefaults); docs/kubelet-rules.md#pod-config-sources states the rules. Pods are plain JSON dicts
+(docs/architecture.md#plain-data). Nothing here does I/O or reads a clock: callers pass `now`
+(RFC3339) so a replay of the same inputs produces the same outputs.
 """
 
 from __future__ import annotations
@@ -14,15 +15,10 @@ from typing import Any
 import orjson
 
 from podledger.agents.sink.decisions import MIRROR_ANNOTATION
-from podledger.types import JSONDict
+from podledger.types import JSONDict, PodOp
 
-SET = "SET"
-ADD = "ADD"
-DELETE = "DELETE"
-REMOVE = "REMOVE"
-UPDATE = "UPDATE"
-RECONCILE = "RECONCILE"
-INPUT_OPS = frozenset({SET, ADD, UPDATE, DELETE, REMOVE})
+SET = "SET"  # a source's whole listing (kubetypes.SET); merged, never published as such
+INPUT_OPS = frozenset({SET, PodOp.ADD, PodOp.UPDATE, PodOp.DELETE, PodOp.REMOVE})
 
 FILE_SOURCE = "file"
 HTTP_SOURCE = "http"
@@ -32,10 +28,11 @@ ALL_SOURCE = "*"
 SOURCE_ANNOTATION = "kubernetes.io/config.source"
 SEEN_ANNOTATION = "kubernetes.io/config.seen"
 HASH_ANNOTATION = "kubernetes.io/config.hash"
-# Set by the kubelet itself, so a source sending them differently is not a change (R1.2).
+# config.go's local annotations: set by the kubelet itself, so a source sending them differently is
+# not a change.
 LOCAL_ANNOTATIONS = (SOURCE_ANNOTATION, MIRROR_ANNOTATION, SEEN_ANNOTATION)
 
-# Toleration given to file pods so node-problem taints never evict them (R1.4 step 6).
+# Toleration given to file pods so node-problem taints never evict them (applyDefaults).
 STATIC_POD_TOLERATION: JSONDict = {"operator": "Exists", "effect": "NoExecute"}
 
 
@@ -81,7 +78,7 @@ def is_annotation_map_equal(existing: JSONDict | None, candidate: JSONDict | Non
 
 
 def pods_differ_semantically(existing: JSONDict, ref: JSONDict) -> bool:
-    """R1.7: spec, labels, deletion fields or non-local annotations differ.
+    """podsDifferSemantically: spec, labels, deletion fields or non-local annotations differ.
 
     Missing spec/labels count as empty: Go's omitempty makes nil and empty identical on the wire,
     so a JSON pod cannot carry the distinction reflect.DeepEqual would see.
@@ -114,7 +111,7 @@ def check_and_update_pod(existing: JSONDict, ref: JSONDict) -> str | None:
         # Status is checked only when nothing else changed: an update already carries it.
         if (existing.get("status") or {}) != (ref.get("status") or {}):
             _set_or_drop(existing, "status", ref.get("status"))
-            return RECONCILE
+            return PodOp.RECONCILE
         return None
 
     em, rm = _meta(existing), _meta(ref)
@@ -129,7 +126,7 @@ def check_and_update_pod(existing: JSONDict, ref: JSONDict) -> str | None:
         if key in old:
             annotations[key] = old[key]
     em["annotations"] = annotations
-    return DELETE if rm.get("deletionTimestamp") else UPDATE
+    return PodOp.DELETE if rm.get("deletionTimestamp") else PodOp.UPDATE
 
 
 class PodStorage:
@@ -145,7 +142,7 @@ class PodStorage:
         self.rejected: tuple[JSONDict, ...] = ()
 
     def merge(self, source: str, op: str, pods: list[JSONDict], now: str) -> list[MergedUpdate]:
-        """Apply one source update; return the updates to emit, in R1.8 order.
+        """Apply one source update; return the updates to emit, in podStorage.merge's order.
 
         Raises ValueError for an op outside SET/ADD/UPDATE/DELETE/REMOVE before touching state,
         so the caller can dead-letter it (upstream logs and drops it).
@@ -157,14 +154,14 @@ class PodStorage:
         old = self.pods.get(source, {})
         # Work on copies: the caller's dicts are never mutated nor aliased by the store.
         incoming = [_copy(p) for p in pods]
-        out: dict[str, list[JSONDict]] = {k: [] for k in (ADD, UPDATE, DELETE, REMOVE, RECONCILE)}
+        out: dict[str, list[JSONDict]] = {op: [] for op in PodOp}
 
-        if op == REMOVE:
+        if op == PodOp.REMOVE:
             current = old
             for pod in incoming:
                 existing = current.pop(_uid(pod), None)
                 if existing is not None:
-                    out[REMOVE].append(existing)
+                    out[PodOp.REMOVE].append(existing)
         else:
             # SET rebuilds the map, so anything it omits falls out as a removal below.
             current = {} if op == SET else old
@@ -178,7 +175,7 @@ class PodStorage:
                 if existing is None:
                     annotations[SEEN_ANNOTATION] = now
                     current[uid] = ref
-                    out[ADD].append(ref)
+                    out[PodOp.ADD].append(ref)
                     continue
                 current[uid] = existing
                 result = check_and_update_pod(existing, ref)
@@ -186,7 +183,7 @@ class PodStorage:
                     out[result].append(existing)
             if op == SET:
                 self.sources_seen.add(source)
-                out[REMOVE].extend(pod for uid, pod in old.items() if uid not in current)
+                out[PodOp.REMOVE].extend(pod for uid, pod in old.items() if uid not in current)
         self.pods[source] = current
 
         updates: list[MergedUpdate] = []
@@ -195,14 +192,14 @@ class PodStorage:
             if out[kind]:
                 updates.append(MergedUpdate(kind, source, tuple(_copy(p) for p in out[kind])))
 
-        emit(REMOVE)
-        emit(ADD)
-        emit(UPDATE)
-        emit(DELETE)
-        if first_set and not (out[ADD] or out[UPDATE] or out[DELETE]):
+        emit(PodOp.REMOVE)
+        emit(PodOp.ADD)
+        emit(PodOp.UPDATE)
+        emit(PodOp.DELETE)
+        if first_set and not (out[PodOp.ADD] or out[PodOp.UPDATE] or out[PodOp.DELETE]):
             # The sync loop learns a source is ready from seeing any update from it.
-            updates.append(MergedUpdate(ADD, source, ()))
-        emit(RECONCILE)
+            updates.append(MergedUpdate(PodOp.ADD, source, ()))
+        emit(PodOp.RECONCILE)
         return updates
 
     def _filter_duplicates(self, pods: list[JSONDict]) -> list[JSONDict]:
@@ -227,7 +224,7 @@ class PodStorage:
         )
 
     def sources_ready(self, expected: set[str]) -> bool:
-        """R1.9: every expected source has sent at least one SET.
+        """seenSources (AllReady): every expected source has sent at least one SET.
 
         The other half (the sync loop consumed an update from each source) is the caller's, and
         follows from this one when merge() output is consumed: a first SET always emits something.
@@ -240,7 +237,7 @@ def _toleration_key(tol: JSONDict) -> tuple[str, str, str, str]:
 
 
 def apply_static_defaults(pod: JSONDict, node: str, *, source: str, path_or_url: str) -> JSONDict:
-    """R1.4 steps 1-7 for a file or http pod; returns a new dict (validation, step 8, is separate).
+    """applyDefaults for a file or http pod; returns a new dict (validation, its last step, is separate).
 
     The UID is md5 over a deterministic hash of the pod followed by "host:<node>file:<path>"
     (http: "url:<url>" alone, as upstream). Our pod hash is orjson with sorted keys, not Go's

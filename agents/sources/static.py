@@ -1,7 +1,8 @@
-"""The file and http pod sources (spec R1.3, R1.5): static pods the node runs on its own.
+"""The file and http pod sources (config/file.go, config/http.go): static pods the node runs on its own.
 
-Both produce whole snapshots (SET) of their pods, defaulted per R1.4, and hand them to the
-kubelet's podStorage merge (agents/pod_config.py), whose incremental ops go to pod-updates.
+Both produce whole snapshots (SET) of their pods, defaulted as config/common.go applyDefaults does, and
+hand them to the kubelet's podStorage merge (agents/sources/pod_config.py), whose incremental ops go to
+pod-updates.
 A manifest that fails to parse is logged and skipped; the others still count.
 """
 
@@ -154,7 +155,7 @@ class FileSource:
 
 
 class HttpSource:
-    """Polls a manifest URL every `period_s` with a 10 s timeout (R1.5)."""
+    """Polls a manifest URL every `period_s` with a 10 s timeout (config/http.go)."""
 
     name = "http"  # the pod-updates source tag
 

@@ -1,4 +1,4 @@
-"""What a pod worker should do next to one pod: the pure half of SyncPod (spec §6, R6.4).
+"""What a pod worker should do next to one pod: the pure half of SyncPod (kubelet.go).
 
 `compute_pod_actions` plays the part of kuberuntime's computePodActions: from the desired pod, the
 runtime's snapshot of it, the probe failures and the crash-loop back-off entries it decides which sandbox

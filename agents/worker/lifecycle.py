@@ -1,4 +1,5 @@
-"""Pure lifecycle arithmetic for pod workers: grace periods and crash-loop back-off (spec §6, §7.6).
+"""Pure lifecycle arithmetic for pod workers: grace periods and crash-loop back-off
+(docs/kubelet-rules.md#grace-periods).
 
 Nothing here touches a clock or the runtime; callers pass durations in seconds so that replaying the
 journal reproduces every kill decision exactly. Behaviour follows pkg/kubelet/pod_workers.go
@@ -40,7 +41,8 @@ def effective_grace_period(
     override: int | None,
     spec_grace: int | None,
 ) -> tuple[int, bool]:
-    """The grace period a terminating pod worker uses, and whether it shortened the stored one (R6.2).
+    """The grace period a terminating pod worker uses, and whether it shortened the stored one
+    (calculateEffectiveGracePeriod).
 
     The stored value only ever shrinks: the API's deletionGracePeriodSeconds and then a kill override
     (eviction) may lower it, or set it when none is stored yet. With nothing requested the pod's own
@@ -48,7 +50,8 @@ def effective_grace_period(
     when a previous non-zero value existed and changed, which is what cancels an in-flight sync.
 
     Upstream lets a 0 request on top of a stored value fall through to the spec value, which could
-    lengthen it; the spec states the period never grows, so the stored value is kept as a ceiling.
+    lengthen it; podledger holds to the rule that the period never grows
+    (docs/kubelet-rules.md#grace-periods), so the stored value is kept as a ceiling.
     """
     previous = stored or 0
     grace = previous
@@ -66,7 +69,7 @@ def effective_grace_period(
 def liveness_kill_grace(
     spec_grace: int | None, probe_grace: int | None, deletion_grace_seconds: int | None
 ) -> int:
-    """Grace for killing a container whose liveness probe failed (§7.6 last vector, kuberuntime).
+    """Grace for killing a container whose liveness probe failed (kuberuntime_container.go killContainer).
 
     A pod being deleted uses the API's deletionGracePeriodSeconds; otherwise the probe's own
     terminationGracePeriodSeconds wins over the pod's. The runtime never kills faster than 2s.

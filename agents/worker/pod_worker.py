@@ -1,7 +1,7 @@
-"""Pod workers: one asyncio task per pod, driving the runtime toward the desired pod (spec §6).
+"""Pod workers: one asyncio task per pod, driving the runtime toward the desired pod (pod_workers.go).
 
-A worker moves SyncPod -> Terminating -> Terminated (R6.1). Each pass reads the pod's snapshot from the
-runtime, lets the pure `compute_pod_actions` decide, and carries the decisions out. What the kubelet's
+A worker moves SyncPod -> Terminating -> Terminated (UpdatePod). Each pass reads the pod's snapshot from
+the runtime, lets the pure `compute_pod_actions` decide, and carries the decisions out. What the kubelet's
 workers tell its status manager goes to pod-lifecycle instead: sync results (the reason cache, plus the
 crash-loop back-off so a restarted agent resumes it), terminating (with the grace period in use) and
 terminated (with the final runtime snapshot, so the fold never judges a terminated pod by an older
@@ -33,17 +33,26 @@ from podledger.agents.worker.lifecycle import effective_grace_period, liveness_k
 from podledger.logs import PodLogger, pod_logger
 from podledger.schemas import models
 from podledger.streams import status as status_gen
-from podledger.types import TERMINAL_PHASES, JSONDict, Publish, RuntimeSnapshot, Topic
+from podledger.types import (
+    TERMINAL_PHASES,
+    JSONDict,
+    LifecycleKind,
+    PodOp,
+    ProbeResult,
+    Publish,
+    RuntimeSnapshot,
+    Topic,
+)
 
 __all__ = ["PodWorkers", "WorkerState"]
 
 log = logging.getLogger(__name__)
 
 RESYNC_S = 60.0  # syncFrequency: a pod is looked at again at least this often
-ERROR_REQUEUE_S = 10.0  # after a failed pass (R6.3)
-HOUSEKEEPING_S = 2.0  # runtime orphans are cleaned this often once sources are ready (R6.8)
-ORPHAN_GRACE_S = 1  # runtime-only orphans are killed with grace 1 (R6.5)
-JITTER = 0.5  # requeues after errors and resyncs are stretched by up to half (R6.3)
+ERROR_REQUEUE_S = 10.0  # after a failed pass (completeWork)
+HOUSEKEEPING_S = 2.0  # runtime orphans are cleaned this often once sources are ready (HandlePodCleanups)
+ORPHAN_GRACE_S = 1  # runtime-only orphans are killed with grace 1 (HandlePodCleanups)
+JITTER = 0.5  # requeues after errors and resyncs are stretched by up to half (completeWork)
 
 
 @dataclass
@@ -56,7 +65,7 @@ class WorkerState:
     terminating: bool = False
     terminated: bool = False
     removed: bool = False  # REMOVE seen: clean the runtime up once terminated, then forget the pod
-    grace_s: int | None = None  # the stored grace period (R6.2); only ever shrinks
+    grace_s: int | None = None  # the stored grace period (calculateEffectiveGracePeriod); only ever shrinks
     backoff: dict[str, JSONDict] = field(default_factory=dict)
     reasons: dict[str, JSONDict] = field(default_factory=dict)
     since_ms: int = 0  # when this life of the UID began (its ADD); older lifecycle facts are not its own
@@ -81,7 +90,8 @@ class WorkerState:
         return pod_logger(log, meta.get("namespace") or "default", meta.get("name"), self.uid)
 
     def wants_termination(self) -> bool:
-        """R6.1: deleted, removed, or terminal in the API. Static pods are never ended by an API phase."""
+        """UpdatePod's reasons to terminate: deleted, removed, or terminal in the API. Static pods are
+        never ended by an API phase."""
         if self.removed or (self.pod.get("metadata") or {}).get("deletionTimestamp"):
             return True
         api_phase = (self.pod.get("status") or {}).get("phase")
@@ -127,19 +137,19 @@ class PodWorkers:
     # ------------------------------------------------------------------ input
 
     def apply_update(self, update: models.PodUpdate) -> None:
-        """One pod-updates message for this node (HandlePodAdditions/Updates/Removes, R6.7)."""
+        """One pod-updates message for this node (HandlePodAdditions/Updates/Removes)."""
         uid = update.uid
         w = self.workers.get(uid)
         if w is not None and w.removed:
             # This life is ending; the message belongs to the UID's next life, if any.
-            if update.op == "REMOVE":
+            if update.op == PodOp.REMOVE:
                 w.next_life = None
             elif w.next_life is None:
                 w.next_life = WorkerState(uid, update.pod, update.source, since_ms=update.ts_ms)
             else:
                 w.next_life.pod, w.next_life.source = update.pod, update.source
             return
-        if update.op == "REMOVE":
+        if update.op == PodOp.REMOVE:
             if w is None:
                 return
             if not self.running and self.runtime.pod_snapshot(uid, self.clock()) is None:
@@ -160,7 +170,7 @@ class PodWorkers:
         was_terminating, (old_grace, _) = w.terminating or w.wants_termination(), w.grace_period()
         w.pod, w.source = update.pod, update.source
         if w.wants_termination() and not was_terminating:
-            self._interrupt(w)  # becoming terminating cancels the in-flight sync (R6.1)
+            self._interrupt(w)  # becoming terminating cancels the in-flight sync (UpdatePod)
         elif w.terminating and w.grace_period()[0] < old_grace:
             self._interrupt(w)  # a shortened grace period does too
         w.wake.set()
@@ -172,12 +182,12 @@ class PodWorkers:
             w = w.next_life
         if w is None or event.ts_ms < w.since_ms:
             return  # a fact of an earlier life of this UID
-        if event.kind == "sync_result":
+        if event.kind == LifecycleKind.SYNC_RESULT:
             w.reasons = {
                 r["container"]: {k: v for k, v in r.items() if k != "container"} for r in event.sync_results
             }
             w.backoff = dict(event.backoff or {})
-        elif event.kind == "terminating":
+        elif event.kind == LifecycleKind.TERMINATING:
             w.terminating = True
             if event.grace_s is not None:
                 w.grace_s = event.grace_s
@@ -219,7 +229,8 @@ class PodWorkers:
         await asyncio.gather(*(self._kill_all(uid, s, grace_s) for uid, s in snapshots.items()))
 
     async def housekeeping(self, period_s: float = HOUSEKEEPING_S) -> None:
-        """R6.8 in short: once sources are ready, pods only the runtime knows are killed and removed."""
+        """HandlePodCleanups in short: once sources are ready, pods only the runtime knows are killed
+        and removed."""
         while True:
             await asyncio.sleep(period_s)
             if not (self.running and self.sources_ready()):
@@ -296,7 +307,7 @@ class PodWorkers:
         now = self.clock()
         snapshot = self.runtime.pod_snapshot(w.uid, now)
         if phase_from_runtime(w.pod, snapshot) in TERMINAL_PHASES:
-            return await self._terminate(w)  # SyncPod found the pod terminal (R6.4 step 2)
+            return await self._terminate(w)  # SyncPod found the pod terminal (its isTerminal result)
         if self.prober is not None:
             self.prober.add_pod(w.pod)
         if self.mirrors is not None and w.source != "api" and w.uid not in self._mirroring:
@@ -353,11 +364,11 @@ class PodWorkers:
             self._mirroring.pop(w.uid, None)
 
     async def _terminate(self, w: WorkerState) -> float | None:
-        """SyncTerminatingPod then SyncTerminatedPod (R6.5, R6.6)."""
+        """SyncTerminatingPod then SyncTerminatedPod (kubelet.go)."""
         grace, _ = w.grace_period()
         if not w.terminating or grace != w.grace_s:
             # State changes only once the fact is acknowledged: a failed publish is retried next pass.
-            await self._lifecycle(w, "terminating", grace_s=grace)
+            await self._lifecycle(w, LifecycleKind.TERMINATING, grace_s=grace)
             w.terminating, w.grace_s = True, grace
         if self.prober is not None:
             self.prober.stop_liveness_and_startup(w.uid)
@@ -370,7 +381,7 @@ class PodWorkers:
             raise RuntimeError(f"containers {still} still running after the kill")
         if self.prober is not None:
             self.prober.remove_pod(w.uid)
-        await self._lifecycle(w, "terminated", runtime=final or {"containers": [], "ips": []})
+        await self._lifecycle(w, LifecycleKind.TERMINATED, runtime=final or {"containers": [], "ips": []})
         w.terminated = True
         w.log.info("terminated (grace %ds)", grace)
         return 0.0 if w.removed else None
@@ -412,7 +423,7 @@ class PodWorkers:
         probed = {c["name"] for c in init if status_gen.is_sidecar(c) and c.get("startupProbe")}
         results = self.prober.startup_results(pod["metadata"]["uid"])
         return {
-            c["id"]: results.get(c["id"]) == "Success"
+            c["id"]: results.get(c["id"]) == ProbeResult.SUCCESS
             for c in (snapshot or {}).get("containers") or []
             if c["name"] in probed and c["state"] == "running"
         }
@@ -432,9 +443,9 @@ class PodWorkers:
         if reasons == w.reasons and backoff == w.backoff:
             return
         results = [{"container": name, **value} for name, value in sorted(reasons.items())]
-        await self._lifecycle(w, "sync_result", sync_results=results, backoff=backoff)
+        await self._lifecycle(w, LifecycleKind.SYNC_RESULT, sync_results=results, backoff=backoff)
         w.reasons, w.backoff = reasons, backoff
 
-    async def _lifecycle(self, w: WorkerState, kind: str, **fields: Any) -> None:
+    async def _lifecycle(self, w: WorkerState, kind: LifecycleKind, **fields: Any) -> None:
         event = models.PodLifecycle(w.uid, self.node, kind, int(self.clock() * 1000), **fields)
         await self._publish(Topic.POD_LIFECYCLE, w.uid, event, self.node)
