@@ -11,11 +11,12 @@ from podledger.local.apiserver import KubeHandle, start_kube, write_kubeconfig
 from podledger.local.artifacts import fetch_apiserver, fetch_etcd, fetch_kafka, kafka_version
 from podledger.local.broker import KafkaHandle, start_kafka
 from podledger.local.instances import down, running_kafka, running_kube, session, up
-from podledger.local.processes import free_port, log_tail, stop_process
+from podledger.local.processes import alive, free_port, log_tail, stop_process
 
 __all__ = [
     "KafkaHandle",
     "KubeHandle",
+    "alive",
     "down",
     "fetch_apiserver",
     "fetch_etcd",

@@ -21,13 +21,9 @@ import pytest
 
 from podledger.agents.kube import KubeError
 from podledger.config import Settings
+from podledger.local import alive, free_port
 from podledger.schemas import decode
-from tests.conftest import read_topic, wait_for
-from tests.nodes import alive as _alive
-from tests.nodes import container_status as _container
-from tests.nodes import free_port as _free_port
-from tests.nodes import pod_status as _status
-from tests.nodes import start_node
+from tests.support import container_status, pod_status, read_topic, start_node, wait_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.kube]
 
@@ -36,7 +32,7 @@ def test_process_pods_run_restart_fail_and_are_deleted_gracefully(
     settings: Settings, kubeconfig: str, podledger_process: Any, tmp_path: Path
 ) -> None:
     kube, proc, runtime = start_node(settings, kubeconfig, podledger_process, tmp_path / "runtime")
-    port = _free_port()
+    port = free_port()
     web = f"web-{uuid.uuid4().hex[:6]}"
     pod = kube.create_pod(
         {
@@ -69,8 +65,8 @@ def test_process_pods_run_restart_fail_and_are_deleted_gracefully(
 
     # Running, with container states that match the processes.
     def running() -> dict[str, Any] | None:
-        status = _status(kube, web)
-        server, once = _container(status, "server"), _container(status, "once")
+        status = pod_status(kube, web)
+        server, once = container_status(status, "server"), container_status(status, "once")
         ok = (
             status.get("phase") == "Running"
             and "running" in server.get("state", {})
@@ -79,11 +75,11 @@ def test_process_pods_run_restart_fail_and_are_deleted_gracefully(
         return status if ok else None
 
     status = wait_for(running, timeout=90, what="the pod Running in the apiserver", alive=proc)
-    assert _container(status, "once")["state"]["terminated"]["exitCode"] == 0
+    assert container_status(status, "once")["state"]["terminated"]["exitCode"] == 0
     assert status["podIP"] == "127.0.0.1"
-    server_cs = _container(status, "server")
+    server_cs = container_status(status, "server")
     server = runtime.running(uid, "server")
-    assert server is not None and _alive(server["pid"])
+    assert server is not None and alive(server["pid"])
     assert server_cs["containerID"] == f"process://{server['id']}"
     assert server_cs["restartCount"] == 0
     body = urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5).read()
@@ -93,7 +89,7 @@ def test_process_pods_run_restart_fail_and_are_deleted_gracefully(
     os.killpg(server["pid"], signal.SIGKILL)
 
     def restarted() -> dict[str, Any] | None:
-        cs = _container(_status(kube, web), "server")
+        cs = container_status(pod_status(kube, web), "server")
         return cs if cs.get("restartCount") == 1 and "running" in cs.get("state", {}) else None
 
     cs = wait_for(restarted, timeout=60, what="the server restarted", alive=proc)
@@ -101,8 +97,8 @@ def test_process_pods_run_restart_fail_and_are_deleted_gracefully(
     assert cs["lastState"]["terminated"]["reason"] == "Error"
     assert cs["containerID"] != server_cs["containerID"]
     new_server = runtime.running(uid, "server")
-    assert new_server is not None and new_server["id"] != server["id"] and _alive(new_server["pid"])
-    assert not _alive(server["pid"])
+    assert new_server is not None and new_server["id"] != server["id"] and alive(new_server["pid"])
+    assert not alive(server["pid"])
 
     # A restartPolicy Never pod whose only container exits 1 ends Failed.
     failing = f"fail-{uuid.uuid4().hex[:6]}"
@@ -119,14 +115,14 @@ def test_process_pods_run_restart_fail_and_are_deleted_gracefully(
         }
     )
     status = wait_for(
-        lambda: (s := _status(kube, failing)).get("phase") == "Failed" and s,
+        lambda: (s := pod_status(kube, failing)).get("phase") == "Failed" and s,
         timeout=60,
         what="the Never pod Failed",
         alive=proc,
     )
-    terminated = _container(status, "main")["state"]["terminated"]
+    terminated = container_status(status, "main")["state"]["terminated"]
     assert (terminated["exitCode"], terminated["reason"]) == (1, "Error")
-    assert _container(status, "main")["restartCount"] == 0
+    assert container_status(status, "main")["restartCount"] == 0
 
     # Deleting with a grace period stops every process within it; then the sink deletes the pod.
     pids = [c["pid"] for c in runtime.containers(uid) if c["state"] == "running"]
@@ -135,7 +131,7 @@ def test_process_pods_run_restart_fail_and_are_deleted_gracefully(
     deleted_at = time.monotonic()
     kube.delete_pod("default", web, grace_seconds=grace)
     wait_for(
-        lambda: not any(_alive(pid) for pid in pids),
+        lambda: not any(alive(pid) for pid in pids),
         timeout=grace + 10,
         interval=0.1,
         what="the pod's processes gone",

@@ -14,8 +14,8 @@ from podledger import local
 from podledger.agents.kube import Kube
 from podledger.config import Settings
 from podledger.streams.topics import ensure_topics
-from tests.conftest import read_topic, wait_for
-from tests.test_sink import new_pod, publish, running_status, versioned
+from tests.pods import running_status, versioned
+from tests.support import create_api_pod, publish_statuses, read_topic, wait_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.kube]
 
@@ -30,7 +30,7 @@ def test_apiserver_outage_then_every_pod_converges(
     try:
         asyncio.run(ensure_topics(settings))
         kube = Kube.from_kubeconfig(kube_handle.kubeconfig)
-        pods = [new_pod(kube, settings.node) for _ in range(PODS)]
+        pods = [create_api_pod(kube, settings.node) for _ in range(PODS)]
 
         def status(version: int) -> dict:
             return {**running_status("True"), "message": f"version {version}"}
@@ -43,7 +43,7 @@ def test_apiserver_outage_then_every_pod_converges(
             "PODLEDGER_NODE": settings.node,
             "PODLEDGER_SINK_RECONCILE_MS": "2000",
         }
-        asyncio.run(publish(settings, *(versioned(p, settings.node, 1, status(1)) for p in pods)))
+        asyncio.run(publish_statuses(settings, *(versioned(p, settings.node, 1, status(1)) for p in pods)))
         proc = podledger_process(["run", "--roles", "sink"], env=env)
 
         def messages() -> set[str]:
@@ -55,7 +55,9 @@ def test_apiserver_outage_then_every_pod_converges(
         started = time.monotonic()
         for version in range(2, VERSIONS + 1):  # statuses keep flowing while the apiserver is down
             asyncio.run(
-                publish(settings, *(versioned(p, settings.node, version, status(version)) for p in pods))
+                publish_statuses(
+                    settings, *(versioned(p, settings.node, version, status(version)) for p in pods)
+                )
             )
             time.sleep(OUTAGE_S / (VERSIONS - 1))
         assert time.monotonic() - started >= OUTAGE_S

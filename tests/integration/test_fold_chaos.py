@@ -22,8 +22,14 @@ from podledger.config import Settings
 from podledger.schemas import decode, encode
 from podledger.streams.topics import ensure_topics
 from podledger.workload import produce, workload
-from tests.conftest import read_topic, wait_for
-from tests.test_fold_pipeline import assert_versions_have_no_gaps, fold_env, history_by_version, offline_fold
+from tests.support import (
+    assert_versions_have_no_gaps,
+    history_by_version,
+    offline_fold,
+    podledger_env,
+    read_topic,
+    wait_for,
+)
 
 pytestmark = pytest.mark.kafka
 
@@ -41,7 +47,7 @@ def test_two_workers_killed_at_random_lose_nothing_and_never_disagree(
         node=settings.node,
     )
     asyncio.run(ensure_topics(settings))
-    env = fold_env(settings, PODLEDGER_SESSION_TIMEOUT_MS="6000", PODLEDGER_FOLD_BATCH_SIZE="200")
+    env = podledger_env(settings, None, PODLEDGER_SESSION_TIMEOUT_MS="6000", PODLEDGER_FOLD_BATCH_SIZE="200")
     workers = {name: podledger_process(["run", "--roles", "fold"], env=env) for name in ("a", "b")}
     events = list(workload(PODS, EVENTS, nodes=12, seed=11))
 

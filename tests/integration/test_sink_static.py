@@ -13,8 +13,8 @@ from podledger.agents.kube import Kube
 from podledger.agents.mirror import build_mirror_pod
 from podledger.agents.sink.writer import Sink
 from podledger.config import Settings
-from tests.conftest import wait_for
-from tests.test_sink import running_status, versioned
+from tests.pods import running_status, versioned
+from tests.support import wait_for
 
 pytestmark = pytest.mark.kube
 

@@ -15,7 +15,7 @@ import pytest
 from podledger.config import Settings
 from podledger.schemas import decode
 from podledger.streams.topics import ensure_topics
-from tests.conftest import read_topic, wait_for
+from tests.support import read_topic, wait_for
 
 pytestmark = pytest.mark.kafka
 

@@ -7,7 +7,6 @@ stop one agent and start the next on the same runtime state directory, as a rest
 from __future__ import annotations
 
 import asyncio
-import os
 import urllib.error
 import urllib.request
 from dataclasses import replace
@@ -21,11 +20,11 @@ from podledger.agents.node import NodeAgent
 from podledger.agents.runtime.process import ProcessRuntime
 from podledger.agents.runtime.sim import SimRuntime
 from podledger.config import Settings
+from podledger.local import alive, free_port
 from podledger.schemas import decode
 from podledger.streams.replay import replay
 from podledger.streams.topics import ensure_topics
-from tests.conftest import podledger_env, read_topic, wait_for
-from tests.nodes import free_port
+from tests.support import podledger_env, read_topic, wait_for, wait_for_async
 
 pytestmark = pytest.mark.kafka
 
@@ -54,24 +53,6 @@ def _get(url: str) -> tuple[int, str]:
             return response.status, response.read().decode()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read().decode()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
-    except (ProcessLookupError, FileNotFoundError):
-        return False
-
-
-async def _until(check: Any, timeout: float = 30.0, what: str = "") -> Any:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while asyncio.get_running_loop().time() < deadline:
-        result = check()
-        if result:
-            return result
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 class Node:
@@ -113,7 +94,7 @@ def test_a_restarted_agent_adopts_containers_and_resumes_from_the_log(
     async def scenario() -> dict[str, Any]:
         seen: dict[str, Any] = {}
         async with Node(settings, state_dir) as first:
-            uids = await _until(
+            uids = await wait_for_async(
                 lambda: (
                     {w.pod["metadata"]["name"]: uid for uid, w in first.agent.workers.workers.items()}
                     if len(first.agent.workers.workers) == 2
@@ -122,7 +103,7 @@ def test_a_restarted_agent_adopts_containers_and_resumes_from_the_log(
                 what="both static pods known",
             )
             sleeper_uid, once_uid = uids[f"sleeper-{settings.node}"], uids[f"once-{settings.node}"]
-            snap = await _until(
+            snap = await wait_for_async(
                 lambda: (
                     (s := first.runtime.pod_snapshot(sleeper_uid, 0))
                     and [c for c in s["containers"] if c["state"] == "running"]
@@ -130,13 +111,15 @@ def test_a_restarted_agent_adopts_containers_and_resumes_from_the_log(
                 what="the sleeper running",
             )
             seen["container"] = snap[0]["id"]
-            await _until(lambda: first.agent.workers.workers[once_uid].terminated, what="once terminated")
+            await wait_for_async(
+                lambda: first.agent.workers.workers[once_uid].terminated, what="once terminated"
+            )
             # The relist health is served for probes of the node agent itself.
             base = f"http://127.0.0.1:{settings.health_port}"
             assert await asyncio.to_thread(_get, f"{base}/healthz") == (200, "ok\n")
             assert (await asyncio.to_thread(_get, f"{base}/nope"))[0] == 404
         pid = first.runtime.pids(sleeper_uid, seen["container"])[0]
-        assert pid is not None and _alive(pid)  # stopping the agent leaves containers running
+        assert pid is not None and alive(pid)  # stopping the agent leaves containers running
 
         async with Node(settings, state_dir) as second:
             workers = second.agent.workers.workers
@@ -156,8 +139,8 @@ def test_a_restarted_agent_adopts_containers_and_resumes_from_the_log(
         # Removed while no agent ran: the next agent's file source emits REMOVE from the replayed state.
         (manifests / "sleeper.yaml").unlink()
         async with Node(settings, state_dir) as third:
-            await _until(lambda: not _alive(pid), timeout=20, what="the removed pod's process stopped")
-            await _until(
+            await wait_for_async(lambda: not alive(pid), timeout=20, what="the removed pod's process stopped")
+            await wait_for_async(
                 lambda: third.runtime.pod_snapshot(sleeper_uid, 0) is None, what="the runtime forgot the pod"
             )
         seen.update(sleeper=sleeper_uid, once=once_uid)
@@ -239,7 +222,7 @@ def test_a_crash_looping_container_backs_off_and_the_fold_shows_why(
         try:
             await asyncio.wait_for(agent.ready.wait(), 30)
             # Started, failed and restarted at once (restartCount 1), failed again: backing off.
-            await _until(
+            await wait_for_async(
                 lambda: any(w.reasons for w in agent.workers.workers.values()), timeout=20, what="a back-off"
             )
         finally:

@@ -3,32 +3,17 @@ user must fix: a malformed kubeconfig, an unreachable broker or apiserver, missi
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from podledger import local
 from podledger.cli import build_parser
+from tests.support import path_with, run_podledger
 
 SUBCOMMANDS = ["run", "node", "topics", "fold", "bench", "schema", "local", "demo"]
-
-
-def podledger(
-    *args: str, env: dict[str, str] | None = None, timeout: float = 120
-) -> subprocess.CompletedProcess[str]:
-    base = {k: v for k, v in os.environ.items() if not k.startswith("PODLEDGER_") and k != "KUBECONFIG"}
-    return subprocess.run(
-        [sys.executable, "-m", "podledger.cli", *args],
-        env={**base, **(env or {})},
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 def assert_one_line_error(result: subprocess.CompletedProcess[str], *needles: str) -> None:
@@ -48,13 +33,13 @@ def test_parser_knows_every_subcommand() -> None:
 
 @pytest.mark.parametrize("sub", [None, *SUBCOMMANDS])
 def test_help_on_every_subcommand(sub: str | None) -> None:
-    result = podledger(*([sub] if sub else []), "--help")
+    result = run_podledger(*([sub] if sub else []), "--help")
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("usage: podledger" + (f" {sub}" if sub else ""))
 
 
 def test_schema_command_prints_a_topic_schema() -> None:
-    result = podledger("schema", "pod-status")
+    result = run_podledger("schema", "pod-status")
     assert result.returncode == 0
     assert '"$id": "podledger/pod-status/v1"' in result.stdout
 
@@ -62,19 +47,19 @@ def test_schema_command_prints_a_topic_schema() -> None:
 def test_malformed_kubeconfig(tmp_path: Path) -> None:
     bad = tmp_path / "kubeconfig"
     bad.write_text("apiVersion: v1\nclusters: [ {unclosed\n")
-    result = podledger("run", "--bootstrap", "127.0.0.1:1", env={"KUBECONFIG": str(bad)})
+    result = run_podledger("run", "--bootstrap", "127.0.0.1:1", env={"KUBECONFIG": str(bad)})
     assert_one_line_error(result, str(bad))
 
 
 def test_kubeconfig_without_a_cluster(tmp_path: Path) -> None:
     bad = tmp_path / "kubeconfig"
     bad.write_text("apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n")
-    result = podledger("run", "--bootstrap", "127.0.0.1:1", env={"KUBECONFIG": str(bad)})
+    result = run_podledger("run", "--bootstrap", "127.0.0.1:1", env={"KUBECONFIG": str(bad)})
     assert_one_line_error(result, "kubeconfig", "KUBECONFIG")
 
 
 def test_missing_kubeconfig_file(tmp_path: Path) -> None:
-    result = podledger("run", "--bootstrap", "127.0.0.1:1", env={"KUBECONFIG": str(tmp_path / "nope")})
+    result = run_podledger("run", "--bootstrap", "127.0.0.1:1", env={"KUBECONFIG": str(tmp_path / "nope")})
     assert_one_line_error(result, "does not exist")
 
 
@@ -83,35 +68,24 @@ def test_unreachable_apiserver(tmp_path: Path) -> None:
     ca = tmp_path / "ca.crt"
     ca.write_text("")
     local.write_kubeconfig(kubeconfig, f"https://127.0.0.1:{local.free_port()}", ca, "token")
-    result = podledger("run", "--bootstrap", "127.0.0.1:1", env={"KUBECONFIG": str(kubeconfig)})
+    result = run_podledger("run", "--bootstrap", "127.0.0.1:1", env={"KUBECONFIG": str(kubeconfig)})
     assert_one_line_error(result, "cannot reach the apiserver", "KUBECONFIG")
 
 
 def test_unreachable_broker() -> None:
     port = local.free_port()
-    result = podledger("topics", "create", "--bootstrap", f"127.0.0.1:{port}", timeout=60)
+    result = run_podledger("topics", "create", "--bootstrap", f"127.0.0.1:{port}", timeout=60)
     assert_one_line_error(result, "cannot reach the Kafka broker", f"127.0.0.1:{port}", "PODLEDGER_BOOTSTRAP")
 
 
 def test_no_broker_configured() -> None:
-    assert_one_line_error(podledger("topics", "create"), "PODLEDGER_BOOTSTRAP")
+    assert_one_line_error(run_podledger("topics", "create"), "PODLEDGER_BOOTSTRAP")
 
 
 def test_bad_number_in_environment() -> None:
     assert_one_line_error(
-        podledger("topics", "create", env={"PODLEDGER_PARTITIONS": "many"}), "PODLEDGER_PARTITIONS"
+        run_podledger("topics", "create", env={"PODLEDGER_PARTITIONS": "many"}), "PODLEDGER_PARTITIONS"
     )
-
-
-def _path_with(tmp_path: Path, *tools: str) -> str:
-    """A PATH holding only `tools` (and the Python running the tests)."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir(exist_ok=True)
-    for tool in tools:
-        found = shutil.which(tool)
-        assert found, f"{tool} is needed on this machine for this test"
-        (bin_dir / tool).symlink_to(found)
-    return str(bin_dir)
 
 
 @pytest.mark.parametrize(
@@ -119,9 +93,9 @@ def _path_with(tmp_path: Path, *tools: str) -> str:
     [((), "java"), (("java",), "mvn")],
 )
 def test_missing_java_or_maven(tmp_path: Path, present: tuple[str, ...], missing: str) -> None:
-    env = {"PATH": _path_with(tmp_path, *present), "PODLEDGER_CACHE": str(tmp_path / "cache")}
+    env = {"PATH": path_with(tmp_path, *present), "PODLEDGER_CACHE": str(tmp_path / "cache")}
     assert_one_line_error(
-        podledger("local", "fetch", "--no-kube", env=env), f"{missing} is not installed", "install"
+        run_podledger("local", "fetch", "--no-kube", env=env), f"{missing} is not installed", "install"
     )
 
 
@@ -129,5 +103,5 @@ def test_missing_go(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     # Kafka's jars are already there; etcd and kube-apiserver would need Go.
     shutil.copytree(local.fetch_kafka().parent, cache / local.fetch_kafka().parent.name)
-    env = {"PATH": _path_with(tmp_path, "java", "mvn"), "PODLEDGER_CACHE": str(cache)}
-    assert_one_line_error(podledger("local", "fetch", env=env), "go is not installed", "install Go")
+    env = {"PATH": path_with(tmp_path, "java", "mvn"), "PODLEDGER_CACHE": str(cache)}
+    assert_one_line_error(run_podledger("local", "fetch", env=env), "go is not installed", "install Go")

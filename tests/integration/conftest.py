@@ -1,4 +1,4 @@
-"""Fixtures for tests on the real parts.
+"""Fixtures for the integration tests, which run on the real parts.
 
 `kafka_bootstrap` and `kubeconfig` start a real Kafka broker and a real etcd + kube-apiserver
 (deploy/local via podledger.local) once per test session on free loopback ports, or use the
@@ -8,22 +8,18 @@ when tests fail; their logs are printed when any test failed.
 
 from __future__ import annotations
 
-import asyncio
 import os
-import signal
-import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from aiokafka import AIOKafkaConsumer
 
 from podledger import local
 from podledger.config import Settings
+from tests.support import PodledgerProcess
 
 _started: list[Any] = []
 
@@ -77,48 +73,6 @@ def settings(kafka_bootstrap: str, topic_prefix: str, node_name: str, tmp_path: 
     )
 
 
-def podledger_env(settings: Settings, kubeconfig: str | None = None, **extra: str) -> dict[str, str]:
-    """The environment that points a podledger process at the test's broker, topics, node (and cluster)."""
-    env = {
-        "PODLEDGER_BOOTSTRAP": settings.bootstrap,
-        "PODLEDGER_NODE": settings.node,
-        "PODLEDGER_TOPIC_PREFIX": settings.topic_prefix,
-        "PODLEDGER_PARTITIONS": str(settings.partitions),
-    }
-    if kubeconfig is not None:
-        env["KUBECONFIG"] = kubeconfig
-    return {**env, **extra}
-
-
-class PodledgerProcess:
-    """`podledger ARGS` as a real child process, its output kept in a file."""
-
-    def __init__(self, args: list[str], env: dict[str, str], log_path: Path) -> None:
-        self.log_path = log_path
-        self._log = open(log_path, "wb")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "podledger.cli", *args],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-        )
-
-    def output(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self._log.close()
-        return self.proc.returncode
-
-
 @pytest.fixture
 def podledger_process(
     tmp_path: Path, request: pytest.FixtureRequest
@@ -141,59 +95,6 @@ def podledger_process(
         failed = getattr(request.node, "rep_call", None)
         if failed is not None and failed.failed:
             sys.stderr.write(f"\n--- output of podledger {proc.proc.args[3:]} ---\n{proc.output()[-6000:]}\n")
-
-
-def wait_for(
-    check: Callable[[], Any],
-    timeout: float = 60.0,
-    interval: float = 0.25,
-    what: str = "",
-    alive: PodledgerProcess | None = None,
-) -> Any:
-    """Poll `check` until it returns something truthy; fail with `what` on timeout, or at once
-    when the `alive` process has exited."""
-    deadline = time.monotonic() + timeout
-    last_error: Exception | None = None
-    while time.monotonic() < deadline:
-        if alive is not None and alive.proc.poll() is not None:
-            raise AssertionError(f"podledger exited ({alive.proc.returncode}) while waiting for {what}")
-        try:
-            result = check()
-            if result:
-                return result
-        except Exception as exc:  # the condition may raise until the system catches up
-            last_error = exc
-        time.sleep(interval)
-    raise AssertionError(
-        f"timed out after {timeout}s waiting for {what or check}"
-        + (f" (last error: {last_error})" if last_error else "")
-    )
-
-
-async def read_topic(
-    settings: Settings, name: str, at_least: int, timeout: float = 30.0, idle: float = 1.0
-) -> list[tuple[int, bytes, bytes]]:
-    """(partition, key, value) of every message of a topic, read from the start until at least
-    `at_least` arrived and nothing new came for `idle` seconds."""
-    consumer = AIOKafkaConsumer(
-        settings.topic(name),
-        bootstrap_servers=settings.bootstrap,
-        auto_offset_reset="earliest",
-        enable_auto_commit=False,
-        group_id=None,
-    )
-    await consumer.start()
-    out: list[tuple[int, bytes, bytes]] = []
-    try:
-        async with asyncio.timeout(timeout):
-            while True:
-                batch = await consumer.getmany(timeout_ms=int(idle * 1000))
-                if not batch and len(out) >= at_least:
-                    return out
-                for records in batch.values():
-                    out += [(r.partition, r.key, r.value) for r in records]
-    finally:
-        await consumer.stop()
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)

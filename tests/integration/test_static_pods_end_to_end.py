@@ -15,8 +15,8 @@ import pytest
 
 from podledger.agents.kube import KubeError
 from podledger.config import Settings
-from tests.conftest import wait_for
-from tests.nodes import alive, container_status, start_node
+from podledger.local import alive
+from tests.support import container_status, start_node, wait_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.kube]
 

@@ -10,9 +10,7 @@ from pathlib import Path
 import pytest
 
 from podledger import local
-from tests.test_cli import _path_with, podledger
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support import REPO_ROOT, path_with, run_podledger
 
 
 def _cache_with_artifacts(tmp_path: Path) -> Path:
@@ -28,19 +26,19 @@ def _cache_with_artifacts(tmp_path: Path) -> Path:
 @pytest.mark.kafka
 def test_local_up_reuses_and_down_stops(tmp_path: Path) -> None:
     env = {"PODLEDGER_CACHE": str(_cache_with_artifacts(tmp_path))}
-    first = podledger("local", "up", "--no-kube", env=env)
+    first = run_podledger("local", "up", "--no-kube", env=env)
     try:
         assert first.returncode == 0, first.stderr
         [export] = first.stdout.splitlines()
         assert export.startswith("export PODLEDGER_BOOTSTRAP=127.0.0.1:")
-        again = podledger("local", "up", "--no-kube", env=env)
+        again = run_podledger("local", "up", "--no-kube", env=env)
         assert again.stdout == first.stdout  # the running broker is reused, not a second one
-        status = podledger("local", "status", env=env)
+        status = run_podledger("local", "status", env=env)
         assert export.split("=", 1)[1] in status.stdout
     finally:
-        down = podledger("local", "down", env=env)
+        down = run_podledger("local", "down", env=env)
     assert down.returncode == 0 and "kafka" in down.stdout
-    assert "kafka: not running" in podledger("local", "status", env=env).stdout
+    assert "kafka: not running" in run_podledger("local", "status", env=env).stdout
 
 
 @pytest.mark.kafka
@@ -55,7 +53,7 @@ def test_tests_use_the_broker_and_cluster_the_user_names(
         PODLEDGER_BOOTSTRAP=kafka_bootstrap,
         KUBECONFIG=kubeconfig,
         PODLEDGER_CACHE=str(tmp_path / "empty-cache"),
-        PATH=_path_with(tmp_path),
+        PATH=path_with(tmp_path),
     )
     result = subprocess.run(
         [
@@ -65,10 +63,10 @@ def test_tests_use_the_broker_and_cluster_the_user_names(
             "-q",
             "-p",
             "no:cacheprovider",
-            "tests/test_one_pod_end_to_end.py",
-            "tests/test_topics.py::test_create_twice_then_read_configs_back",
+            "tests/integration/test_one_pod_end_to_end.py",
+            "tests/integration/test_topics.py::test_create_twice_then_read_configs_back",
         ],
-        cwd=ROOT,
+        cwd=REPO_ROOT,
         env=env,
         capture_output=True,
         text=True,

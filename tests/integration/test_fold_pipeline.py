@@ -6,79 +6,29 @@ from __future__ import annotations
 import asyncio
 import base64
 import dataclasses
-import subprocess
-import sys
 from pathlib import Path
 
 import orjson
 import pytest
-from aiokafka import AIOKafkaProducer
 
 from podledger.config import Settings
 from podledger.partitioner import partition_for_node
 from podledger.schemas import decode, encode
 from podledger.streams.topics import ensure_topics
 from podledger.workload import produce, workload
-from tests.conftest import read_topic, wait_for
+from tests.support import (
+    assert_versions_have_no_gaps,
+    history_by_version,
+    offline_fold,
+    podledger_env,
+    read_topic,
+    send_raw,
+    wait_for,
+)
 
 pytestmark = pytest.mark.kafka
 
 PODS, EVENTS = 40, 800
-
-
-def fold_env(settings: Settings, **extra: str) -> dict[str, str]:
-    return {
-        "PODLEDGER_BOOTSTRAP": settings.bootstrap,
-        "PODLEDGER_TOPIC_PREFIX": settings.topic_prefix,
-        "PODLEDGER_PARTITIONS": str(settings.partitions),
-        **extra,
-    }
-
-
-def history_by_version(messages: list[tuple[int, bytes, bytes]]) -> dict[tuple[str, int], bytes]:
-    """(uid, version) -> status; fails if one (uid, version) carries two different statuses."""
-    out: dict[tuple[str, int], bytes] = {}
-    for _, _, value in messages:
-        vs = decode("pod-status-history", value)
-        key = (vs.uid, vs.version)
-        body = encode(vs.status)
-        assert out.setdefault(key, body) == body, f"two statuses for {key}"
-    return out
-
-
-def assert_versions_have_no_gaps(history: dict[tuple[str, int], bytes]) -> dict[str, int]:
-    last: dict[str, list[int]] = {}
-    for uid, version in history:
-        last.setdefault(uid, []).append(version)
-    for uid, versions in last.items():
-        assert sorted(versions) == list(range(1, len(versions) + 1)), uid
-    return {uid: max(v) for uid, v in last.items()}
-
-
-def offline_fold(journal: list[tuple[int, bytes, bytes]], tmp_path: Path) -> list[bytes]:
-    """`podledger fold` over the journal messages: the history it prints, line by line."""
-    journal_file = tmp_path / "journal.jsonl"
-    journal_file.write_bytes(b"\n".join(v for _, _, v in journal) + b"\n")
-    offline = subprocess.run(
-        [sys.executable, "-m", "podledger.cli", "fold", str(journal_file)], capture_output=True, timeout=300
-    )
-    assert offline.returncode == 0, offline.stderr
-    return offline.stdout.splitlines()
-
-
-async def send_raw(settings: Settings, topic: str, node: str, key: bytes, value: bytes, ts_ms: int) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=settings.bootstrap, max_request_size=4 << 20)
-    await producer.start()
-    try:
-        await producer.send_and_wait(
-            settings.topic(topic),
-            key=key,
-            value=value,
-            partition=partition_for_node(node, settings.partitions),
-            timestamp_ms=ts_ms,
-        )
-    finally:
-        await producer.stop()
 
 
 def test_live_fold_and_offline_fold_of_its_journal_agree_and_bad_input_is_dead_lettered(
@@ -89,7 +39,7 @@ def test_live_fold_and_offline_fold_of_its_journal_agree_and_bad_input_is_dead_l
     first, rest = events[: EVENTS // 2], events[EVENTS // 2 :]
     proc = podledger_process(
         ["run", "--roles", "fold"],
-        env=fold_env(settings, PODLEDGER_MAX_EVENT_BYTES="65536", PODLEDGER_HOLD_MAX_MS="2000"),
+        env=podledger_env(settings, None, PODLEDGER_MAX_EVENT_BYTES="65536", PODLEDGER_HOLD_MAX_MS="2000"),
     )
     asyncio.run(produce(settings, first))
 

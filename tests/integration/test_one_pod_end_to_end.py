@@ -13,7 +13,7 @@ from podledger.config import Settings
 from podledger.partitioner import partition_for_node
 from podledger.schemas import decode
 from podledger.streams.topics import ensure_topics
-from tests.conftest import podledger_env, read_topic, wait_for
+from tests.support import podledger_env, read_topic, wait_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.kube]
 

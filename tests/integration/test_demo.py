@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import wait_for
+from podledger.local import alive
+from tests.support import wait_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.kube]
 
@@ -80,16 +81,9 @@ def test_demo_uses_the_given_broker_and_cluster_and_stops_cleanly(
         for c in pod["containers"]
         if c["state"] == "running" and c["name"] == "web"
     ]
-    assert pids and all(_alive(pid) for pid in pids)
+    assert pids and all(alive(pid) for pid in pids)
 
     assert proc.stop(stop_signal) == 0, proc.output()
     assert "Traceback" not in proc.output()
     assert proc.output().rstrip().endswith("podledger demo: stopped")
-    assert not any(_alive(pid) for pid in pids)  # the demo's containers stopped with it
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
-    except FileNotFoundError:
-        return False
+    assert not any(alive(pid) for pid in pids)  # the demo's containers stopped with it

@@ -12,7 +12,7 @@ from podledger.agents.kube import Kube
 from podledger.config import Settings
 from podledger.schemas import decode
 from podledger.streams.topics import ensure_topics
-from tests.conftest import podledger_env, read_topic, wait_for
+from tests.support import podledger_env, read_topic, wait_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.kube]
 

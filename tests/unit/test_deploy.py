@@ -13,9 +13,9 @@ from pathlib import Path
 import yaml
 
 from podledger.config import ENV_PREFIX, Settings
+from tests.support import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
-DEPLOY = ROOT / "deploy"
+DEPLOY = REPO_ROOT / "deploy"
 
 
 def compose_config(tmp_path: Path) -> dict:
@@ -51,7 +51,7 @@ def test_compose_file_validates_and_wires_kafka_to_podledger(tmp_path: Path) -> 
     for name in ("topics", "podledger", "node"):
         svc = services[name]
         assert svc["build"]["dockerfile"] == "deploy/Dockerfile"
-        assert Path(svc["build"]["context"]).resolve() == ROOT
+        assert Path(svc["build"]["context"]).resolve() == REPO_ROOT
         assert svc["environment"]["PODLEDGER_BOOTSTRAP"] == "kafka:9092"
         assert svc["environment"]["PODLEDGER_NODE"] == "node-7"
     assert services["topics"]["command"] == ["topics", "create"]
@@ -83,13 +83,13 @@ def test_compose_environment_names_real_settings(tmp_path: Path) -> None:
 
 def test_dockerfile_installs_the_package_the_tests_install() -> None:
     dockerfile = (DEPLOY / "Dockerfile").read_text()
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
     package_dirs = set(project["tool"]["setuptools"]["package-dir"].values())
     copied = set(re.findall(r"^COPY (\S+) \./\1$", dockerfile, re.M))
     assert package_dirs <= copied, package_dirs - copied
     assert re.search(r"^COPY pyproject.toml README.md \./$", dockerfile, re.M)
     assert re.search(r"pip install -c deploy/constraints.txt \.(\s|$)", dockerfile)
-    assert "-c deploy/constraints.txt -e '.[test]'" in (ROOT / "Makefile").read_text()
+    assert "-c deploy/constraints.txt -e '.[test]'" in (REPO_ROOT / "Makefile").read_text()
     assert re.search(r'^ENTRYPOINT \["podledger"\]', dockerfile, re.M)
     assert "podledger" in project["project"]["scripts"]
 
@@ -97,7 +97,7 @@ def test_dockerfile_installs_the_package_the_tests_install() -> None:
 def test_the_built_wheel_carries_every_module_and_schema(tmp_path: Path) -> None:
     """What the Dockerfile's `pip install .` gets: a wheel from the same pyproject."""
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(ROOT)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(REPO_ROOT)],
         check=True,
         timeout=300,
         capture_output=True,
@@ -110,7 +110,7 @@ def test_the_built_wheel_carries_every_module_and_schema(tmp_path: Path) -> None
         ("agents", "podledger/agents"),
         ("podledger", "podledger"),
     ):
-        for source in (ROOT / folder).glob("*.py"):
+        for source in (REPO_ROOT / folder).glob("*.py"):
             assert f"{package}/{source.name}" in names
-    for schema in (ROOT / "schemas").glob("*.json"):
+    for schema in (REPO_ROOT / "schemas").glob("*.json"):
         assert f"podledger/schemas/{schema.name}" in names

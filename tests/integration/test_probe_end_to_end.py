@@ -15,8 +15,7 @@ from typing import Any
 import pytest
 
 from podledger.config import Settings
-from tests.conftest import wait_for
-from tests.nodes import container_status, pod_status, start_node
+from tests.support import container_status, pod_status, start_node, wait_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.kube]
 

@@ -24,6 +24,7 @@ from podledger.agents.prober import CheckResult, Prober
 from podledger.agents.prober.checks import exec_check, grpc_check, http_get_check, run_check, tcp_check
 from podledger.agents.prober.grpc_health import decode_health_response, encode_health_request
 from podledger.agents.prober.specs import expand_command, resolve_port
+from podledger.local import free_port
 from podledger.schemas import decode, encode, models
 from podledger.streams.status import rfc3339
 from podledger.types import ProbeResult, ProbeType
@@ -135,13 +136,6 @@ def https_server(tmp_path: Path) -> Iterator[Server]:
     server = Server()
     server.socket = context.wrap_socket(server.socket, server_side=True)
     yield from _serve(server)
-
-
-def free_port() -> int:
-    """A port nothing listens on (bound once, then closed)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 # --------------------------------------------------------------------------- httpGet

@@ -9,85 +9,15 @@ from typing import Any
 
 import orjson
 import pytest
-from aiokafka import AIOKafkaProducer
 
 from podledger.agents.kube import Kube, KubeError
 from podledger.config import Settings
-from podledger.partitioner import partition_for_node
-from podledger.schemas import decode, encode, models
+from podledger.schemas import decode
 from podledger.streams.topics import ensure_topics
-from tests.conftest import read_topic, wait_for
+from tests.pods import API_TIME, api_condition, running_status, versioned
+from tests.support import create_api_pod, publish_statuses, read_topic, wait_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.kube]
-
-NOW = "2026-01-01T00:00:00Z"
-
-
-def cond(type_: str, status: str, **extra: Any) -> dict[str, Any]:
-    return {"type": type_, "status": status, "lastProbeTime": None, "lastTransitionTime": NOW, **extra}
-
-
-def running_status(ready: str = "True") -> dict[str, Any]:
-    return {
-        "phase": "Running",
-        "conditions": [
-            cond("Initialized", "True"),
-            cond("Ready", ready),
-            cond("ContainersReady", ready),
-            cond("PodScheduled", "True"),
-        ],
-        "containerStatuses": [
-            {
-                "name": "main",
-                "ready": ready == "True",
-                "restartCount": 0,
-                "image": "app:1",
-                "imageID": "",
-                "started": True,
-                "state": {"running": {"startedAt": NOW}},
-                "lastState": {},
-            }
-        ],
-        "startTime": NOW,
-        "qosClass": "BestEffort",
-    }
-
-
-def versioned(
-    pod: dict[str, Any], node: str, version: int, status: dict[str, Any], **flags: Any
-) -> models.VersionedPodStatus:
-    meta = pod["metadata"]
-    return models.VersionedPodStatus(
-        uid=meta["uid"],
-        namespace=meta["namespace"],
-        name=meta["name"],
-        node=node,
-        version=version,
-        status=status,
-        could_have_running_containers=flags.get("running", True),
-        finished=flags.get("finished", False),
-        static=flags.get("static", False),
-        mirror_uid=flags.get("mirror_uid"),
-        deleting=flags.get("deleting", False),
-        cause=models.Cause("test", "pod-updates", 0, version, 0),
-        ts_ms=int(time.time() * 1000),
-    )
-
-
-async def publish(settings: Settings, *statuses: models.VersionedPodStatus) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=settings.bootstrap)
-    await producer.start()
-    try:
-        for vs in statuses:
-            await producer.send(
-                settings.topic("pod-status"),
-                key=vs.uid.encode(),
-                value=encode(vs),
-                partition=partition_for_node(vs.node, settings.partitions),
-            )
-        await producer.flush()
-    finally:
-        await producer.stop()
 
 
 @pytest.fixture(params=["get", "watch"])
@@ -107,18 +37,6 @@ def sink_env(settings: Settings, kubeconfig: str, request: pytest.FixtureRequest
     }
 
 
-def new_pod(kube: Kube, node: str, name: str | None = None) -> dict[str, Any]:
-    kube.ensure_node(node)
-    return kube.create_pod(
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": name or f"sink-{uuid.uuid4().hex[:8]}", "namespace": "default"},
-            "spec": {"nodeName": node, "containers": [{"name": "main", "image": "app:1"}]},
-        }
-    )
-
-
 def api_conditions(kube: Kube, pod: dict[str, Any]) -> dict[str, str]:
     status = kube.get_pod("default", pod["metadata"]["name"]).get("status") or {}
     return {c["type"]: c["status"] for c in status.get("conditions") or []}
@@ -128,9 +46,9 @@ def test_sync_pod_patches_and_remembers_the_written_version(
     settings: Settings, kubeconfig: str, sink_env, podledger_process
 ) -> None:
     kube = Kube.from_kubeconfig(kubeconfig)
-    pod = new_pod(kube, settings.node)
+    pod = create_api_pod(kube, settings.node)
     asyncio.run(
-        publish(
+        publish_statuses(
             settings,
             versioned(pod, settings.node, 1, running_status("False")),
             versioned(pod, settings.node, 2, running_status("True")),
@@ -142,7 +60,7 @@ def test_sync_pod_patches_and_remembers_the_written_version(
     )
     api = kube.get_pod("default", pod["metadata"]["name"])["status"]
     assert api["phase"] == "Running" and api["containerStatuses"][0]["state"] == {
-        "running": {"startedAt": NOW}
+        "running": {"startedAt": API_TIME}
     }
     # The last written version is kept in sink-state (only the newest version was written: coalescing).
     state = wait_for(
@@ -159,16 +77,18 @@ def test_sync_pod_checks_mismatched_uid_and_keeps_other_conditions(
     settings: Settings, kubeconfig: str, sink_env, podledger_process
 ) -> None:
     kube = Kube.from_kubeconfig(kubeconfig)
-    old = new_pod(kube, settings.node)
+    old = create_api_pod(kube, settings.node)
     name = old["metadata"]["name"]
     kube.delete_pod("default", name, grace_seconds=0)
     wait_for(lambda: _gone(kube, name), timeout=30, what="old pod gone")
-    recreated = new_pod(kube, settings.node, name=name)
+    recreated = create_api_pod(kube, settings.node, name=name)
     # Another controller owns a condition of the recreated pod.
-    kube.patch_pod_status("default", name, {"status": {"conditions": [cond("example.com/feature", "True")]}})
+    kube.patch_pod_status(
+        "default", name, {"status": {"conditions": [api_condition("example.com/feature", "True")]}}
+    )
     stale = versioned(old, settings.node, 5, running_status("True"))
     fresh = versioned(recreated, settings.node, 1, running_status("False"))
-    asyncio.run(publish(settings, stale, fresh))
+    asyncio.run(publish_statuses(settings, stale, fresh))
     proc = podledger_process(["run", "--roles", "sink"], env=sink_env)
     wait_for(
         lambda: api_conditions(kube, recreated).get("Ready") == "False",
@@ -186,15 +106,15 @@ def test_reconcile_pod_status_restores_a_drifted_kubelet_condition(
     settings: Settings, kubeconfig: str, sink_env, podledger_process
 ) -> None:
     kube = Kube.from_kubeconfig(kubeconfig)
-    pod = new_pod(kube, settings.node)
-    asyncio.run(publish(settings, versioned(pod, settings.node, 1, running_status("True"))))
+    pod = create_api_pod(kube, settings.node)
+    asyncio.run(publish_statuses(settings, versioned(pod, settings.node, 1, running_status("True"))))
     proc = podledger_process(["run", "--roles", "sink"], env=sink_env)
     wait_for(
         lambda: api_conditions(kube, pod).get("Ready") == "True", timeout=60, what="Ready=True", alive=proc
     )
     # Someone else flips a kubelet-owned condition; the sink puts it back.
     kube.patch_pod_status(
-        "default", pod["metadata"]["name"], {"status": {"conditions": [cond("Ready", "False")]}}
+        "default", pod["metadata"]["name"], {"status": {"conditions": [api_condition("Ready", "False")]}}
     )
     assert api_conditions(kube, pod)["Ready"] == "False"
     wait_for(
@@ -208,7 +128,7 @@ def test_reconcile_pod_status_restores_a_drifted_kubelet_condition(
 
 def test_delete_pod_finished(settings: Settings, kubeconfig: str, sink_env, podledger_process) -> None:
     kube = Kube.from_kubeconfig(kubeconfig)
-    pod = new_pod(kube, settings.node)
+    pod = create_api_pod(kube, settings.node)
     name = pod["metadata"]["name"]
     kube.delete_pod(
         "default", name, grace_seconds=30
@@ -230,7 +150,7 @@ def test_delete_pod_finished(settings: Settings, kubeconfig: str, sink_env, podl
         ],
     }
     asyncio.run(
-        publish(
+        publish_statuses(
             settings, versioned(pod, settings.node, 3, failed, running=False, finished=True, deleting=True)
         )
     )
@@ -276,7 +196,7 @@ def test_do_not_delete_mirror_pods(settings: Settings, kubeconfig: str, sink_env
         static=True,
         mirror_uid=mirror["metadata"]["uid"],
     )
-    asyncio.run(publish(settings, vs))
+    asyncio.run(publish_statuses(settings, vs))
     proc = podledger_process(["run", "--roles", "sink"], env=sink_env)
     wait_for(
         lambda: kube.get_pod("default", name)["status"].get("phase") == "Failed",
@@ -302,8 +222,8 @@ def test_stale_updates_are_not_written_again_after_a_restart(
 ) -> None:
     """TestStaleUpdates: a version already written is not written again, even by a new sink."""
     kube = Kube.from_kubeconfig(kubeconfig)
-    pod = new_pod(kube, settings.node)
-    asyncio.run(publish(settings, versioned(pod, settings.node, 2, running_status("True"))))
+    pod = create_api_pod(kube, settings.node)
+    asyncio.run(publish_statuses(settings, versioned(pod, settings.node, 2, running_status("True"))))
     env = {**sink_env, "PODLEDGER_SINK_RECONCILE_MS": "3600000"}  # no reconcile: only versions count
     first = podledger_process(["run", "--roles", "sink"], env=env)
     wait_for(
@@ -315,18 +235,18 @@ def test_stale_updates_are_not_written_again_after_a_restart(
     assert first.stop() == 0
     # Behind the sink's back the API copy changes; a sink that forgot v2 would write it again.
     kube.patch_pod_status(
-        "default", pod["metadata"]["name"], {"status": {"conditions": [cond("Ready", "False")]}}
+        "default", pod["metadata"]["name"], {"status": {"conditions": [api_condition("Ready", "False")]}}
     )
     second = podledger_process(["run", "--roles", "sink"], env=env)
     # Once the new sink has written another pod's status, it has read (and skipped) ours.
-    other = new_pod(kube, settings.node)
-    asyncio.run(publish(settings, versioned(other, settings.node, 1, running_status("True"))))
+    other = create_api_pod(kube, settings.node)
+    asyncio.run(publish_statuses(settings, versioned(other, settings.node, 1, running_status("True"))))
     wait_for(
         lambda: api_conditions(kube, other).get("Ready") == "True", timeout=60, what="sink live", alive=second
     )
     assert api_conditions(kube, pod)["Ready"] == "False"
     # A newer version is written at once.
-    asyncio.run(publish(settings, versioned(pod, settings.node, 3, running_status("True"))))
+    asyncio.run(publish_statuses(settings, versioned(pod, settings.node, 3, running_status("True"))))
     wait_for(
         lambda: api_conditions(kube, pod).get("Ready") == "True", timeout=60, what="v3 written", alive=second
     )

@@ -21,6 +21,7 @@ import pytest
 from podledger import schemas
 from podledger.agents.runtime.base import Runtime
 from podledger.agents.runtime.process import ProcessRuntime
+from podledger.local import alive
 
 JSONDict = dict[str, Any]
 T = TypeVar("T")
@@ -70,15 +71,6 @@ def h(tmp_path: Path) -> Iterator[Harness]:
     for pgid in harness.pgids:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGKILL)
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    return stat[stat.rfind(")") + 2] != "Z"
 
 
 def test_satisfies_runtime_protocol(h: Harness) -> None:

@@ -1,0 +1,306 @@
+"""Plain helpers the tests share: run podledger as a child process, poll until something holds,
+read and write topics on the real broker, and check the node agent's pods from outside.
+
+Fixtures live in each folder's conftest.py; everything here is an ordinary function or class,
+imported explicitly where it is used.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+from podledger.agents.kube import Kube
+from podledger.config import Settings
+from podledger.partitioner import partition_for_node
+from podledger.schemas import decode, encode, models
+from podledger.streams.topics import ensure_topics
+from podledger.types import JSONDict
+from tests import pods
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+# --------------------------------------------------------------------------------------------------
+# podledger as a child process
+# --------------------------------------------------------------------------------------------------
+
+
+def podledger_env(settings: Settings, kubeconfig: str | None = None, **extra: str) -> dict[str, str]:
+    """The environment that points a podledger process at the test's broker, topics, node (and cluster)."""
+    env = {
+        "PODLEDGER_BOOTSTRAP": settings.bootstrap,
+        "PODLEDGER_NODE": settings.node,
+        "PODLEDGER_TOPIC_PREFIX": settings.topic_prefix,
+        "PODLEDGER_PARTITIONS": str(settings.partitions),
+    }
+    if kubeconfig is not None:
+        env["KUBECONFIG"] = kubeconfig
+    return {**env, **extra}
+
+
+def run_podledger(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """`podledger ARGS` to completion, with none of the caller's PODLEDGER_* or KUBECONFIG."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("PODLEDGER_") and k != "KUBECONFIG"}
+    return subprocess.run(
+        [sys.executable, "-m", "podledger.cli", *args],
+        env={**base, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def path_with(tmp_path: Path, *tools: str) -> str:
+    """A PATH holding only `tools` (and the Python running the tests)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    for tool in tools:
+        found = shutil.which(tool)
+        assert found, f"{tool} is needed on this machine for this test"
+        (bin_dir / tool).symlink_to(found)
+    return str(bin_dir)
+
+
+class PodledgerProcess:
+    """`podledger ARGS` as a real child process, its output kept in a file."""
+
+    def __init__(self, args: list[str], env: dict[str, str], log_path: Path) -> None:
+        self.log_path = log_path
+        self._log = open(log_path, "wb")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "podledger.cli", *args],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
+
+    def output(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()
+        return self.proc.returncode
+
+
+def wait_for(
+    check: Callable[[], Any],
+    timeout: float = 60.0,
+    interval: float = 0.25,
+    what: str = "",
+    alive: PodledgerProcess | None = None,
+) -> Any:
+    """Poll `check` until it returns something truthy; fail with `what` on timeout, or at once
+    when the `alive` process has exited."""
+    deadline = time.monotonic() + timeout
+    last_error: Exception | None = None
+    while time.monotonic() < deadline:
+        if alive is not None and alive.proc.poll() is not None:
+            raise AssertionError(f"podledger exited ({alive.proc.returncode}) while waiting for {what}")
+        try:
+            result = check()
+            if result:
+                return result
+        except Exception as exc:  # the condition may raise until the system catches up
+            last_error = exc
+        time.sleep(interval)
+    raise AssertionError(
+        f"timed out after {timeout}s waiting for {what or check}"
+        + (f" (last error: {last_error})" if last_error else "")
+    )
+
+
+async def wait_for_async(check: Callable[[], Any], timeout: float = 30.0, what: str = "") -> Any:
+    """`wait_for` inside an event loop, for tests that run components in-process."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while asyncio.get_running_loop().time() < deadline:
+        result = check()
+        if result:
+            return result
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what or check}")
+
+
+# --------------------------------------------------------------------------------------------------
+# Topics on the real broker
+# --------------------------------------------------------------------------------------------------
+
+
+async def read_topic(
+    settings: Settings, name: str, at_least: int, timeout: float = 30.0, idle: float = 1.0
+) -> list[tuple[int, bytes, bytes]]:
+    """(partition, key, value) of every message of a topic, read from the start until at least
+    `at_least` arrived and nothing new came for `idle` seconds."""
+    consumer = AIOKafkaConsumer(
+        settings.topic(name),
+        bootstrap_servers=settings.bootstrap,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        group_id=None,
+    )
+    await consumer.start()
+    out: list[tuple[int, bytes, bytes]] = []
+    try:
+        async with asyncio.timeout(timeout):
+            while True:
+                batch = await consumer.getmany(timeout_ms=int(idle * 1000))
+                if not batch and len(out) >= at_least:
+                    return out
+                for records in batch.values():
+                    out += [(r.partition, r.key, r.value) for r in records]
+    finally:
+        await consumer.stop()
+
+
+async def send_raw(settings: Settings, topic: str, node: str, key: bytes, value: bytes, ts_ms: int) -> None:
+    """One message as given (valid or not), on the partition of `node`."""
+    producer = AIOKafkaProducer(bootstrap_servers=settings.bootstrap, max_request_size=4 << 20)
+    await producer.start()
+    try:
+        await producer.send_and_wait(
+            settings.topic(topic),
+            key=key,
+            value=value,
+            partition=partition_for_node(node, settings.partitions),
+            timestamp_ms=ts_ms,
+        )
+    finally:
+        await producer.stop()
+
+
+async def publish_statuses(settings: Settings, *statuses: models.VersionedPodStatus) -> None:
+    """Versioned statuses onto pod-status, as the fold would write them."""
+    producer = AIOKafkaProducer(bootstrap_servers=settings.bootstrap)
+    await producer.start()
+    try:
+        for vs in statuses:
+            await producer.send(
+                settings.topic("pod-status"),
+                key=vs.uid.encode(),
+                value=encode(vs),
+                partition=partition_for_node(vs.node, settings.partitions),
+            )
+        await producer.flush()
+    finally:
+        await producer.stop()
+
+
+def history_by_version(messages: list[tuple[int, bytes, bytes]]) -> dict[tuple[str, int], bytes]:
+    """(uid, version) -> status; fails if one (uid, version) carries two different statuses."""
+    out: dict[tuple[str, int], bytes] = {}
+    for _, _, value in messages:
+        vs = decode("pod-status-history", value)
+        key = (vs.uid, vs.version)
+        body = encode(vs.status)
+        assert out.setdefault(key, body) == body, f"two statuses for {key}"
+    return out
+
+
+def assert_versions_have_no_gaps(history: dict[tuple[str, int], bytes]) -> dict[str, int]:
+    """Every pod's versions run 1..n; returns each pod's newest version."""
+    last: dict[str, list[int]] = {}
+    for uid, version in history:
+        last.setdefault(uid, []).append(version)
+    for uid, versions in last.items():
+        assert sorted(versions) == list(range(1, len(versions) + 1)), uid
+    return {uid: max(v) for uid, v in last.items()}
+
+
+def offline_fold(journal: list[tuple[int, bytes, bytes]], tmp_path: Path) -> list[bytes]:
+    """`podledger fold` over the journal messages: the history it prints, line by line."""
+    journal_file = tmp_path / "journal.jsonl"
+    journal_file.write_bytes(b"\n".join(v for _, _, v in journal) + b"\n")
+    offline = subprocess.run(
+        [sys.executable, "-m", "podledger.cli", "fold", str(journal_file)], capture_output=True, timeout=300
+    )
+    assert offline.returncode == 0, offline.stderr
+    return offline.stdout.splitlines()
+
+
+# --------------------------------------------------------------------------------------------------
+# A node agent's pods, seen from outside
+# --------------------------------------------------------------------------------------------------
+
+
+class RuntimeState:
+    """Reads the process runtime's state file, as an operator would to find a container's pid."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.path = state_dir / "state.json"
+
+    def containers(self, uid: str) -> list[JSONDict]:
+        if not self.path.exists():
+            return []
+        return list((json.loads(self.path.read_text()).get(uid) or {}).get("containers") or [])
+
+    def running(self, uid: str, name: str) -> JSONDict | None:
+        return next(
+            (c for c in self.containers(uid) if c["name"] == name and c["state"] == "running" and c["pid"]),
+            None,
+        )
+
+
+def pod_status(kube: Kube, name: str) -> JSONDict:
+    return kube.get_pod("default", name).get("status") or {}
+
+
+def container_status(status: JSONDict, name: str) -> JSONDict:
+    return next((c for c in status.get("containerStatuses") or [] if c["name"] == name), {})
+
+
+def start_node(
+    settings: Settings,
+    kubeconfig: str,
+    podledger_process: Callable[..., PodledgerProcess],
+    state_dir: Path,
+    **env: str,
+) -> tuple[Kube, PodledgerProcess, RuntimeState]:
+    """`podledger run --roles fold,node,sink` on the process runtime for the test's node; returns the
+    apiserver client, the process and a reader of its runtime state."""
+    asyncio.run(ensure_topics(settings))
+    kube = Kube.from_kubeconfig(kubeconfig)
+    kube.ensure_node(settings.node)
+    proc = podledger_process(
+        ["run", "--roles", "fold,node,sink"],
+        env=podledger_env(
+            settings,
+            kubeconfig,
+            PODLEDGER_RUNTIME="process",
+            PODLEDGER_RUNTIME_STATE_DIR=str(state_dir),
+            PODLEDGER_SINK_RECONCILE_MS="2000",
+            PODLEDGER_LOG_LEVEL="info",
+            **env,
+        ),
+    )
+    return kube, proc, RuntimeState(state_dir)
+
+
+def create_api_pod(kube: Kube, node: str, name: str | None = None, **fields: Any) -> JSONDict:
+    """A one-container pod bound to `node`, created on the apiserver (which assigns its uid)."""
+    kube.ensure_node(node)
+    built = pods.pod(
+        ("main",), name=name or f"pod-{uuid.uuid4().hex[:8]}", uid=None, node=node, image="app:1", **fields
+    )
+    return kube.create_pod(built)
