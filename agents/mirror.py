@@ -14,11 +14,11 @@ import asyncio
 import logging
 
 from podledger.agents.kube import Kube, KubeError
-from podledger.agents.sink.decisions import MIRROR_ANNOTATION, is_mirror_pod
+from podledger.agents.sink.decisions import is_mirror_pod
 from podledger.agents.sources.pod_config import HASH_ANNOTATION
 from podledger.logs import pod_logger
 from podledger.streams.status import json_copy
-from podledger.types import JSONDict
+from podledger.types import CONFIG_MIRROR_ANNOTATION, JSONDict
 
 __all__ = ["MirrorPods", "build_mirror_pod", "config_hash", "is_mirror_of", "mirror_action"]
 
@@ -35,7 +35,7 @@ def is_mirror_of(api_pod: JSONDict | None, static_pod: JSONDict) -> bool:
     """The API pod is the current mirror of this static pod: a mirror carrying its hash."""
     if api_pod is None or not is_mirror_pod(api_pod):
         return False
-    return api_pod["metadata"]["annotations"][MIRROR_ANNOTATION] == config_hash(static_pod)
+    return api_pod["metadata"]["annotations"][CONFIG_MIRROR_ANNOTATION] == config_hash(static_pod)
 
 
 def mirror_action(api_pod: JSONDict | None, static_pod: JSONDict) -> str:
@@ -51,7 +51,7 @@ def build_mirror_pod(static_pod: JSONDict, node: JSONDict) -> JSONDict:
     """The mirror of a static pod: its metadata and spec, bound to and owned by the Node."""
     meta = static_pod.get("metadata") or {}
     annotations = dict(meta.get("annotations") or {})
-    annotations[MIRROR_ANNOTATION] = config_hash(static_pod)
+    annotations[CONFIG_MIRROR_ANNOTATION] = config_hash(static_pod)
     mirror_meta: JSONDict = {
         "name": meta["name"],
         "namespace": meta.get("namespace") or "default",
@@ -158,7 +158,7 @@ class MirrorPods:
         orphans = [
             pod
             for pod in list(self.seen.values())
-            if pod["metadata"]["annotations"].get(MIRROR_ANNOTATION) not in static_hashes
+            if pod["metadata"]["annotations"].get(CONFIG_MIRROR_ANNOTATION) not in static_hashes
             and not pod["metadata"].get("deletionTimestamp")
         ]
         for pod in orphans:

@@ -133,6 +133,13 @@ class PodPhase(StrEnum):
     UNKNOWN = "Unknown"
 
 
+CONFIG_SOURCE_ANNOTATION = "kubernetes.io/config.source"
+"""Which pod source a pod came from (upstream kubetypes.ConfigSourceAnnotationKey); file and http
+make a static pod."""
+
+CONFIG_MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+"""On a mirror pod: the config hash of the static pod it mirrors (kubetypes.ConfigMirrorAnnotationKey)."""
+
 TERMINAL_PHASES: frozenset[str] = frozenset({PodPhase.SUCCEEDED, PodPhase.FAILED})
 """Phases a pod never leaves (the kubelet's podutil.IsPodPhaseTerminal)."""
 

@@ -24,6 +24,7 @@ from typing import Any
 import orjson
 
 from podledger.types import (
+    CONFIG_SOURCE_ANNOTATION,
     TERMINAL_PHASES,
     JSONDict,
     ProbeResult,
@@ -77,7 +78,7 @@ def is_sidecar(container: Mapping[str, Any]) -> bool:
 
 
 def is_static(pod: JSONDict) -> bool:
-    source = ((pod.get("metadata") or {}).get("annotations") or {}).get("kubernetes.io/config.source")
+    source = ((pod.get("metadata") or {}).get("annotations") or {}).get(CONFIG_SOURCE_ANNOTATION)
     return source is not None and source != "api"
 
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from podledger.schemas import models
-from podledger.types import JSONDict
+from podledger.types import CONFIG_SOURCE_ANNOTATION, JSONDict
 
 API_TIME = "2026-01-01T00:00:00Z"
 
@@ -41,12 +41,14 @@ def pod(
     restart_policy: str | None = None,
     readiness_gates: Sequence[str] = (),
     annotations: Mapping[str, str] | None = None,
+    source: str | None = None,
     metadata: Mapping[str, Any] | None = None,
     status: JSONDict | None = None,
     **spec_fields: Any,
 ) -> JSONDict:
     """A Pod as the API serves it. Containers and init containers are given by name (each then
     gets `image`) or as whole specs; `uid=None` leaves the uid for the apiserver to assign;
+    `source` is the config source annotation (file and http make a static pod);
     `spec_fields` are further spec keys (terminationGracePeriodSeconds, dnsPolicy, ...)."""
 
     def spec_of(c: str | JSONDict) -> JSONDict:
@@ -55,8 +57,11 @@ def pod(
     meta: JSONDict = {"name": name, "namespace": namespace}
     if uid is not None:
         meta["uid"] = uid
-    if annotations is not None:
-        meta["annotations"] = dict(annotations)
+    if annotations is not None or source is not None:
+        meta["annotations"] = {
+            **(annotations or {}),
+            **({CONFIG_SOURCE_ANNOTATION: source} if source else {}),
+        }
     meta.update(metadata or {})
     spec: JSONDict = {}
     if node is not None:
@@ -71,7 +76,7 @@ def pod(
     spec.update(spec_fields)
     out: JSONDict = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
     if status is not None:
-        out["status"] = status
+        out["status"] = dict(status)
     return out
 
 

@@ -41,9 +41,8 @@ from podledger.streams.status_manager import (
     normalize_status,
     update_last_transition_times,
 )
-from podledger.types import TERMINAL_PHASES, JSONDict
+from podledger.types import CONFIG_MIRROR_ANNOTATION, TERMINAL_PHASES, JSONDict
 
-MIRROR_ANNOTATION = "kubernetes.io/config.mirror"  # kubetypes.ConfigMirrorAnnotationKey
 DISRUPTION_TARGET = "DisruptionTarget"
 
 # PodStatus lists with patchStrategy "merge": field -> (patchMergeKey, also retainKeys).
@@ -304,7 +303,7 @@ def needs_reconcile(api_status: JSONDict, cached_status: JSONDict, pod: JSONDict
 
 def is_mirror_pod(pod: JSONDict) -> bool:
     """kubetypes.IsMirrorPod: the pod carries the config.mirror annotation (any value)."""
-    return MIRROR_ANNOTATION in ((pod.get("metadata") or {}).get("annotations") or {})
+    return CONFIG_MIRROR_ANNOTATION in ((pod.get("metadata") or {}).get("annotations") or {})
 
 
 def can_be_deleted(api_pod: JSONDict, finished: bool, is_mirror: bool) -> bool:

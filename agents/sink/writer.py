@@ -43,7 +43,7 @@ from podledger.kafka import new_consumer, read_to_end
 from podledger.logs import pod_logger
 from podledger.schemas import DecodeError, decode, models
 from podledger.streams.status import rfc3339
-from podledger.types import JSONDict, SinkOutcome, Topic
+from podledger.types import CONFIG_MIRROR_ANNOTATION, JSONDict, SinkOutcome, Topic
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ def mirror_matches(api_pod: JSONDict, vs: models.VersionedPodStatus) -> bool:
     """The API pod is the current mirror of this static pod (its mirror annotation is the static UID,
     which is the static pod's config hash)."""
     annotations = (api_pod.get("metadata") or {}).get("annotations") or {}
-    return bool(api_sync.is_mirror_pod(api_pod) and annotations[api_sync.MIRROR_ANNOTATION] == vs.uid)
+    return bool(api_sync.is_mirror_pod(api_pod) and annotations[CONFIG_MIRROR_ANNOTATION] == vs.uid)
 
 
 class PodCache:

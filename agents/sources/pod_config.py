@@ -14,8 +14,7 @@ from typing import Any
 
 import orjson
 
-from podledger.agents.sink.decisions import MIRROR_ANNOTATION
-from podledger.types import JSONDict, PodOp
+from podledger.types import CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION, JSONDict, PodOp
 
 SET = "SET"  # a source's whole listing (kubetypes.SET); merged, never published as such
 INPUT_OPS = frozenset({SET, PodOp.ADD, PodOp.UPDATE, PodOp.DELETE, PodOp.REMOVE})
@@ -25,12 +24,11 @@ HTTP_SOURCE = "http"
 API_SOURCE = "api"
 ALL_SOURCE = "*"
 
-SOURCE_ANNOTATION = "kubernetes.io/config.source"
 SEEN_ANNOTATION = "kubernetes.io/config.seen"
 HASH_ANNOTATION = "kubernetes.io/config.hash"
 # config.go's local annotations: set by the kubelet itself, so a source sending them differently is
 # not a change.
-LOCAL_ANNOTATIONS = (SOURCE_ANNOTATION, MIRROR_ANNOTATION, SEEN_ANNOTATION)
+LOCAL_ANNOTATIONS = (CONFIG_SOURCE_ANNOTATION, CONFIG_MIRROR_ANNOTATION, SEEN_ANNOTATION)
 
 # Toleration given to file pods so node-problem taints never evict them (applyDefaults).
 STATIC_POD_TOLERATION: JSONDict = {"operator": "Exists", "effect": "NoExecute"}
@@ -168,7 +166,7 @@ class PodStorage:
             for ref in self._filter_duplicates(incoming):
                 # Annotated before comparing, so the source never reads as a change.
                 annotations = _meta(ref).get("annotations") or {}
-                annotations[SOURCE_ANNOTATION] = source
+                annotations[CONFIG_SOURCE_ANNOTATION] = source
                 ref["metadata"]["annotations"] = annotations
                 uid = _uid(ref)
                 existing = old.get(uid)

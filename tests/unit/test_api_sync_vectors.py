@@ -3,6 +3,10 @@
 
 from __future__ import annotations
 
+from podledger.types import CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION
+
+from tests import pods
+
 import copy
 from typing import Any
 
@@ -649,12 +653,15 @@ def test_reconcile_pod_status_does_not_mutate_inputs() -> None:
 
 
 def api_pod(phase: str, *, deleting: bool = True, mirror: bool = False, uid: str = "12345678") -> JSONDict:
-    meta: JSONDict = {"uid": uid, "name": "foo", "namespace": "new"}
-    if deleting:
-        meta["deletionTimestamp"] = NOW
-    if mirror:
-        meta["annotations"] = {"kubernetes.io/config.source": "api", "kubernetes.io/config.mirror": "mirror"}
-    return {"metadata": meta, "spec": {"containers": [{"name": "c"}]}, "status": {"phase": phase}}
+    return pods.pod(
+        name="foo",
+        namespace="new",
+        uid=uid,
+        metadata={"deletionTimestamp": NOW} if deleting else None,
+        annotations={CONFIG_SOURCE_ANNOTATION: "api", CONFIG_MIRROR_ANNOTATION: "mirror"} if mirror else None,
+        status={"phase": phase},
+    )
+
 
 
 def test_delete_pod_before_finished() -> None:

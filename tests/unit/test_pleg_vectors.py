@@ -24,7 +24,7 @@ from podledger.types import PlegEventType
 JSONDict = dict[str, Any]
 
 
-def pod(*containers: tuple[str, str]) -> JSONDict:
+def snapshot(*containers: tuple[str, str]) -> JSONDict:
     """A runtime snapshot holding the given (id, state) containers."""
     return {"containers": [{"id": cid, "name": cid, "state": state} for cid, state in containers]}
 
@@ -49,8 +49,8 @@ def test_pleg_state_mapping(runtime_state: str | None, expected: str) -> None:
 
 def test_TestRelisting() -> None:
     relist1 = {
-        "1234": pod(("c1", "exited"), ("c2", "running"), ("c3", "unknown")),
-        "4567": pod(("c1", "exited")),
+        "1234": snapshot(("c1", "exited"), ("c2", "running"), ("c3", "unknown")),
+        "4567": snapshot(("c1", "exited")),
     }
     # Step 1: every running/exited container seen for the first time is reported; c3 (unknown) is not.
     assert relist_events({}, relist1) == [
@@ -62,8 +62,8 @@ def test_TestRelisting() -> None:
     assert relist_events(relist1, relist1) == []
     # Step 3: only transitions are reported.
     relist3 = {
-        "1234": pod(("c2", "exited"), ("c3", "running")),
-        "4567": pod(("c4", "running")),
+        "1234": snapshot(("c2", "exited"), ("c3", "running")),
+        "4567": snapshot(("c4", "running")),
     }
     assert relist_events(relist1, relist3) == [
         ev("1234", PlegEventType.CONTAINER_REMOVED, "c1"),
@@ -76,13 +76,13 @@ def test_TestRelisting() -> None:
 
 @pytest.mark.parametrize("num_relists", [1, 3])
 def test_testReportMissingContainers(num_relists: int) -> None:
-    first = {"1234": pod(("c1", "running"), ("c2", "running"), ("c3", "exited"))}
+    first = {"1234": snapshot(("c1", "running"), ("c2", "running"), ("c3", "exited"))}
     previous: dict[str, JSONDict] = {}
     for _ in range(num_relists):
         relist_events(previous, first)
         previous = first
     # c2 stopped and was removed between relists: Died then Removed. c3 was already exited: Removed only.
-    assert relist_events(previous, {"1234": pod(("c1", "running"))}) == [
+    assert relist_events(previous, {"1234": snapshot(("c1", "running"))}) == [
         ev("1234", PlegEventType.CONTAINER_DIED, "c2"),
         ev("1234", PlegEventType.CONTAINER_REMOVED, "c2"),
         ev("1234", PlegEventType.CONTAINER_REMOVED, "c3"),
@@ -91,7 +91,7 @@ def test_testReportMissingContainers(num_relists: int) -> None:
 
 @pytest.mark.parametrize("num_relists", [1, 3])
 def test_testReportMissingPods(num_relists: int) -> None:
-    first = {"1234": pod(("c2", "running"))}
+    first = {"1234": snapshot(("c2", "running"))}
     previous: dict[str, JSONDict] = {}
     for _ in range(num_relists):
         relist_events(previous, first)
@@ -104,15 +104,15 @@ def test_testReportMissingPods(num_relists: int) -> None:
 
 def test_unknown_state_yields_no_event() -> None:
     # New unknown container, running -> unknown, and created (maps to unknown): never an event.
-    assert relist_events({}, {"p": pod(("c1", "unknown"), ("c2", "created"))}) == []
-    assert relist_events({"p": pod(("c1", "running"))}, {"p": pod(("c1", "unknown"))}) == []
+    assert relist_events({}, {"p": snapshot(("c1", "unknown"), ("c2", "created"))}) == []
+    assert relist_events({"p": snapshot(("c1", "running"))}, {"p": snapshot(("c1", "unknown"))}) == []
     # The lower-level generator does produce ContainerChanged; the relist drops it.
     assert [e.type for e in generate_events("p", "c1", "running", "unknown")] == ["ContainerChanged"]
 
 
 def test_unknown_then_gone_reports_died_and_removed() -> None:
     """R2.2: non-existent after anything but exited is Died then Removed."""
-    assert relist_events({"p": pod(("c1", "unknown"))}, {}) == [
+    assert relist_events({"p": snapshot(("c1", "unknown"))}, {}) == [
         ev("p", PlegEventType.CONTAINER_DIED, "c1"),
         ev("p", PlegEventType.CONTAINER_REMOVED, "c1"),
     ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import pytest
@@ -13,27 +14,13 @@ from podledger.agents.worker.actions import (
     compute_pod_actions,
     phase_from_runtime,
 )
+from tests import pods
 
 NOW = 1_700_000_000.0
 
 
-def make_pod(
-    containers: list[str],
-    init: list[str] | None = None,
-    sidecars: tuple[str, ...] = (),
-    policy: str = "Always",
-) -> dict[str, Any]:
-    return {
-        "metadata": {"name": "p", "namespace": "ns", "uid": "u1"},
-        "spec": {
-            "restartPolicy": policy,
-            "initContainers": [
-                {"name": n, "image": "i", **({"restartPolicy": "Always"} if n in sidecars else {})}
-                for n in init or []
-            ],
-            "containers": [{"name": n, "image": "i"} for n in containers],
-        },
-    }
+# pod_actions' test pods: one namespace, uid and image throughout.
+make_pod = partial(pods.pod, name="p", namespace="ns", uid="u1", image="i", restart_policy="Always")
 
 
 def c(
@@ -69,11 +56,11 @@ def test_no_sandbox_creates_one_first() -> None:
 
 
 def test_a_never_pod_whose_sandbox_died_after_running_is_left_alone() -> None:
-    pod = make_pod(["a"], policy="Never")
+    pod = make_pod(["a"], restart_policy="Never")
     actions = compute_pod_actions(pod, snap(c("a", "exited", exit_code=0, finished=NOW), ready=False), NOW)
     assert not actions.create_sandbox and actions.start == []
     # ... but any other policy gets a new sandbox.
-    pod = make_pod(["a"], policy="Always")
+    pod = make_pod(["a"], restart_policy="Always")
     assert compute_pod_actions(pod, snap(c("a", "exited", exit_code=0), ready=False), NOW).create_sandbox
 
 
@@ -82,7 +69,7 @@ def test_regular_containers_start_together_without_init_containers() -> None:
 
 
 def test_init_containers_run_one_at_a_time_in_order() -> None:
-    pod = make_pod(["main"], init=["i1", "i2"])
+    pod = make_pod(["main"], init_containers=["i1", "i2"])
     assert compute_pod_actions(pod, snap(), NOW).start == ["i1"]
     assert compute_pod_actions(pod, snap(c("i1", "running")), NOW).start == []
     done1 = c("i1", "exited", exit_code=0, finished=NOW - 1)
@@ -95,16 +82,16 @@ def test_init_containers_run_one_at_a_time_in_order() -> None:
 
 def test_a_failed_init_container_is_retried_unless_the_pod_never_restarts() -> None:
     failed = c("i1", "exited", exit_code=1, finished=NOW - 1)
-    actions = compute_pod_actions(make_pod(["main"], init=["i1"], policy="OnFailure"), snap(failed), NOW)
+    actions = compute_pod_actions(make_pod(["main"], ["i1"], restart_policy="OnFailure"), snap(failed), NOW)
     assert actions.start == ["i1"]
     assert actions.backoff["i1"] == {"delay": 10.0, "last_update": NOW}
-    never = compute_pod_actions(make_pod(["main"], init=["i1"], policy="Never"), snap(failed), NOW)
+    never = compute_pod_actions(make_pod(["main"], ["i1"], restart_policy="Never"), snap(failed), NOW)
     assert never.start == [] and never.reasons == {}
-    assert phase_from_runtime(make_pod(["main"], init=["i1"], policy="Never"), snap(failed)) == "Failed"
+    assert phase_from_runtime(make_pod(["main"], ["i1"], restart_policy="Never"), snap(failed)) == "Failed"
 
 
 def test_a_sidecar_must_have_started_before_the_next_init_container() -> None:
-    pod = make_pod(["main"], init=["side", "i2"], sidecars=("side",))
+    pod = make_pod(["main"], [pods.sidecar("side", "i"), "i2"])
     assert compute_pod_actions(pod, snap(), NOW).start == ["side"]
     running = c("side", "running", cid="side-x")
     # Its startup probe has not passed yet: wait.
@@ -113,7 +100,7 @@ def test_a_sidecar_must_have_started_before_the_next_init_container() -> None:
     # No startup probe: running counts as started.
     assert compute_pod_actions(pod, snap(running), NOW).start == ["i2"]
     # An exited sidecar restarts whatever the pod's policy, also after the regular containers started.
-    never = make_pod(["main"], init=["side"], sidecars=("side",), policy="Never")
+    never = make_pod(["main"], [pods.sidecar("side", "i")], restart_policy="Never")
     dead = c("side", "exited", exit_code=0, finished=NOW - 1)
     assert compute_pod_actions(never, snap(c("main", "running"), dead), NOW).start == ["side"]
 
@@ -130,7 +117,7 @@ def test_a_sidecar_must_have_started_before_the_next_init_container() -> None:
 )
 def test_exited_containers_restart_per_restart_policy(policy: str, exit_code: int, restarts: bool) -> None:
     exited = c("a", "exited", exit_code=exit_code, finished=NOW - 1)
-    actions = compute_pod_actions(make_pod(["a"], policy=policy), snap(exited), NOW)
+    actions = compute_pod_actions(make_pod(["a"], restart_policy=policy), snap(exited), NOW)
     assert actions.start == (["a"] if restarts else [])
 
 
@@ -185,7 +172,7 @@ def test_a_liveness_failure_kills_the_container_with_its_probe_named() -> None:
 
 
 def test_phase_from_runtime_is_terminal_only_when_nothing_will_run_again() -> None:
-    pod = make_pod(["a"], policy="OnFailure")
+    pod = make_pod(["a"], restart_policy="OnFailure")
     assert phase_from_runtime(pod, snap(c("a", "exited", exit_code=0, finished=NOW))) == "Succeeded"
     assert phase_from_runtime(pod, snap(c("a", "exited", exit_code=1, finished=NOW))) == "Running"
     assert phase_from_runtime(pod, None) == "Pending"

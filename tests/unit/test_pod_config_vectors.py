@@ -3,6 +3,8 @@ in pkg/kubelet/config/config_test.go, plus R1.4 static defaults and R1.9 sources
 
 from __future__ import annotations
 
+from tests import pods
+
 import copy
 import re
 from typing import Any
@@ -11,14 +13,13 @@ import pytest
 
 from podledger.agents.sources.pod_config import (
     HASH_ANNOTATION,
-    MIRROR_ANNOTATION,
     SEEN_ANNOTATION,
-    SOURCE_ANNOTATION,
     MergedUpdate,
     PodStorage,
     apply_static_defaults,
     pods_differ_semantically,
 )
+from podledger.types import CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION
 
 JSONDict = dict[str, Any]
 SRC = "test"
@@ -28,21 +29,11 @@ LATER = "2026-01-01T10:05:00Z"
 
 def valid_pod(name: str, namespace: str = "new") -> JSONDict:
     """CreateValidPod: the UID is name+namespace, unique enough for these tests."""
-    return {
-        "metadata": {"uid": name + namespace, "name": name, "namespace": namespace},
-        "spec": {
-            "restartPolicy": "Always",
-            "dnsPolicy": "ClusterFirst",
-            "containers": [
-                {
-                    "name": "ctr",
-                    "image": "image",
-                    "imagePullPolicy": "IfNotPresent",
-                    "terminationMessagePolicy": "File",
-                }
-            ],
-        },
-    }
+    ctr = pods.container("ctr", "image", imagePullPolicy="IfNotPresent", terminationMessagePolicy="File")
+    return pods.pod(
+        [ctr], name=name, namespace=namespace, uid=name + namespace, restart_policy="Always", dnsPolicy="ClusterFirst"
+    )
+
 
 
 def other_containers(pod: JSONDict) -> JSONDict:
@@ -78,7 +69,7 @@ def test_new_pod_added() -> None:
     got = storage.merge(SRC, "ADD", [valid_pod("foo")], NOW)
     expect(got, ("ADD", [valid_pod("foo")]))
     annotations = got[0].pods[0]["metadata"]["annotations"]
-    assert annotations[SOURCE_ANNOTATION] == SRC
+    assert annotations[CONFIG_SOURCE_ANNOTATION] == SRC
     assert annotations[SEEN_ANNOTATION] == NOW
 
     synced = storage.sync()
@@ -203,14 +194,14 @@ def test_local_annotations_ignored_and_seen_kept() -> None:
     storage = PodStorage()
     storage.merge(SRC, "ADD", [valid_pod("foo")], NOW)
     local = valid_pod("foo")
-    local["metadata"]["annotations"] = {SEEN_ANNOTATION: "bogus", MIRROR_ANNOTATION: "x"}
+    local["metadata"]["annotations"] = {SEEN_ANNOTATION: "bogus", CONFIG_MIRROR_ANNOTATION: "x"}
     assert storage.merge(SRC, "ADD", [local], LATER) == []
 
     changed = other_containers(valid_pod("foo"))
     changed["metadata"]["annotations"] = {SEEN_ANNOTATION: "bogus", "a": "b"}
     (update,) = storage.merge(SRC, "UPDATE", [changed], LATER)
     annotations = update.pods[0]["metadata"]["annotations"]
-    assert annotations == {"a": "b", SOURCE_ANNOTATION: SRC, SEEN_ANNOTATION: NOW}
+    assert annotations == {"a": "b", CONFIG_SOURCE_ANNOTATION: SRC, SEEN_ANNOTATION: NOW}
 
 
 def test_duplicate_name_namespace_dropped() -> None:

@@ -7,6 +7,10 @@ publisher; the Kafka round trips are covered by tests/test_node_agent.py.
 
 from __future__ import annotations
 
+from podledger.types import JSONDict
+
+from tests import pods
+
 import asyncio
 from typing import Any
 
@@ -17,12 +21,17 @@ from podledger.agents.worker.pod_worker import PodWorkers
 from podledger.schemas import models
 
 
-def pod(uid: str, name: str | None = None) -> dict[str, Any]:
-    return {
-        "metadata": {"uid": uid, "name": name or uid, "namespace": "default", "resourceVersion": "1"},
-        "spec": {"nodeName": "n1", "containers": [{"name": "main", "image": "app:1"}]},
-        "status": {"phase": "Pending"},
-    }
+def pod(uid: str, name: str | None = None) -> JSONDict:
+    return pods.pod(
+        ("main",),
+        name=name or uid,
+        uid=uid,
+        node="n1",
+        image="app:1",
+        metadata={"resourceVersion": "1"},
+        status={"phase": "Pending"},
+    )
+
 
 
 def update(op: str, uid: str, ts_ms: int, source: str = "file") -> models.PodUpdate:

@@ -8,6 +8,8 @@ exercise streams.status.apply_probe_results, which plays the manager's UpdatePod
 
 from __future__ import annotations
 
+from tests import pods
+
 import asyncio
 import copy
 import time
@@ -45,10 +47,8 @@ def container_with(probe_type: str, **probe: Any) -> JSONDict:
 
 def pod_with(*containers: JSONDict, restart_policy: str = "Never", uid: str = UID) -> JSONDict:
     # upstream's test pod has restartPolicy Never, which is what makes a terminated container final
-    return {
-        "metadata": {"uid": uid, "name": "test_pod", "namespace": "test"},
-        "spec": {"containers": list(containers), "restartPolicy": restart_policy},
-    }
+    return pods.pod(containers, name="test_pod", namespace="test", uid=uid, restart_policy=restart_policy)
+
 
 
 def running_status(started: bool, *, started_at: float = NOW, cid: str = CID, name: str = NAME) -> JSONDict:
@@ -473,12 +473,9 @@ def test_probe_termination_grace_seconds() -> None:
 
 
 def probed(name: str, *types: str, init_policy: str | None = None, period: float = 0.05) -> JSONDict:
-    container: JSONDict = {"name": name}
-    for probe_type in types:
-        container[f"{probe_type}Probe"] = {"exec": {"command": ["true"]}, "periodSeconds": period}
-    if init_policy is not None:
-        container["restartPolicy"] = init_policy
-    return container
+    probes = {f"{t}Probe": {"exec": {"command": ["true"]}, "periodSeconds": period} for t in types}
+    return pods.container(name, **probes, **({"restartPolicy": init_policy} if init_policy else {}))
+
 
 
 async def eventually(condition: Callable[[], bool], timeout: float = 3.0) -> None:

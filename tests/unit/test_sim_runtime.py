@@ -5,6 +5,8 @@ Time comes from a fake clock, so every stage boundary is checked exactly where t
 
 from __future__ import annotations
 
+from tests import pods
+
 import asyncio
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -42,10 +44,8 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
 
 
 def make_pod(uid: str = "pod-1", **annotations: str) -> JSONDict:
-    return {
-        "metadata": {"uid": uid, "name": uid, "namespace": "default", "annotations": annotations},
-        "spec": {"containers": [{"name": "app", "image": "busybox:1.36"}]},
-    }
+    return pods.pod(("app",), name=uid, uid=uid, image="busybox:1.36", annotations=annotations)
+
 
 
 APP: JSONDict = {"name": "app", "image": "busybox:1.36"}

@@ -3,39 +3,22 @@
 from __future__ import annotations
 
 import copy
+from functools import partial
 from typing import Any
 
 import pytest
 
 from podledger.streams import status as gen
 from podledger.streams import status_manager as sm
+from tests import pods
 
 NOW = "2026-01-01T10:00:00Z"
 LATER = "2026-01-01T10:05:00Z"
 
 
-def pod(
-    containers: tuple[str, ...] = ("c",),
-    init: tuple[str, ...] = (),
-    policy: str = "Always",
-    status: dict[str, Any] | None = None,
-    deleted: bool = False,
-    static: bool = False,
-) -> dict[str, Any]:
-    meta: dict[str, Any] = {"uid": "u1", "name": "p", "namespace": "default"}
-    if deleted:
-        meta["deletionTimestamp"] = NOW
-    if static:
-        meta["annotations"] = {"kubernetes.io/config.source": "file"}
-    return {
-        "metadata": meta,
-        "spec": {
-            "restartPolicy": policy,
-            "containers": [{"name": n} for n in containers],
-            "initContainers": [{"name": n} for n in init],
-        },
-        "status": status or {},
-    }
+# A one-container pod with an empty status; DELETING marks it as being deleted.
+pod = partial(pods.pod, containers=("c",), name="p", uid="u1", restart_policy="Always", status={})
+DELETING = {"deletionTimestamp": NOW}
 
 
 def ready_condition(value: str) -> dict[str, Any]:
@@ -103,7 +86,7 @@ def test_unchanged_status_preserves_last_transition_time() -> None:
     )
     assert again.status is None
     forced = sm.set_pod_status(
-        pod(deleted=True),
+        pod(metadata=DELETING),
         first.status,
         first.version,
         {"conditions": [ready_condition("True")]},
@@ -123,7 +106,7 @@ def test_status_updates_last_transition_time() -> None:
 
 
 def test_a_pod_being_deleted_gets_a_version_for_every_set() -> None:
-    p = pod(deleted=True)
+    p = pod(metadata=DELETING)
     first = sm.set_pod_status(p, None, 0, {"phase": "Running"}, NOW, force=True)
     second = sm.set_pod_status(p, first.status, first.version, {"phase": "Running"}, NOW, force=True)
     assert (first.version, second.version) == (1, 2)
@@ -138,7 +121,7 @@ def test_status_equality() -> None:
         "initContainerStatuses": [terminated("i1", 0), terminated("i2", 0)],
         "ephemeralContainerStatuses": [running("e1"), running("e2")],
     }
-    p = pod(containers=("a", "b", "c"), init=("i1", "i2"))
+    p = pod(containers=("a", "b", "c"), init_containers=("i1", "i2"))
     shuffled = copy.deepcopy(base)
     shuffled["containerStatuses"].reverse()
     shuffled["initContainerStatuses"].reverse()
@@ -283,8 +266,8 @@ def test_terminate_pod_default_unknown_status(
 ) -> None:
     p = pod(
         containers=tuple(c["name"] for c in regular),
-        init=tuple(c["name"] for c in init),
-        policy="Never",
+        init_containers=tuple(c["name"] for c in init),
+        restart_policy="Never",
         status={"phase": "Running", "initContainerStatuses": init, "containerStatuses": regular},
     )
     out = _term(p)
@@ -313,7 +296,7 @@ def test_terminate_pod_ensure_pod_phase_is_terminal(phase: str, expected: str) -
 
 
 def test_terminate_pod_leaves_static_pods_phase_alone() -> None:
-    assert _term(pod(status={"phase": "Running"}, static=True))["phase"] == "Running"
+    assert _term(pod(status={"phase": "Running"}, source="file"))["phase"] == "Running"
 
 
 # ----------------------------------------------------------------- 17: checkContainerStateTransition
@@ -330,7 +313,7 @@ def test_terminate_pod_leaves_static_pods_phase_alone() -> None:
     ],
 )
 def test_check_container_state_transition(policy: str, old: dict, new: dict, ok: bool) -> None:
-    p = pod(policy=policy)
+    p = pod(restart_policy=policy)
     error = sm.check_container_state_transition({"containerStatuses": [old]}, {"containerStatuses": [new]}, p)
     assert (error is None) == ok
     if not ok:
@@ -338,7 +321,7 @@ def test_check_container_state_transition(policy: str, old: dict, new: dict, ok:
 
 
 def test_sidecar_may_leave_terminated_and_mismatch_is_an_error() -> None:
-    p = pod(policy="Never", init=("side",))
+    p = pod(restart_policy="Never", init_containers=("side",))
     p["spec"]["initContainers"][0]["restartPolicy"] = "Always"
     old = {"initContainerStatuses": [terminated("side", 0)]}
     assert sm.check_container_state_transition(old, {"initContainerStatuses": [running("side")]}, p) is None
@@ -348,7 +331,7 @@ def test_sidecar_may_leave_terminated_and_mismatch_is_an_error() -> None:
 
 
 def test_illegal_transition_drops_the_update_without_a_version() -> None:
-    p = pod(policy="Never")
+    p = pod(restart_policy="Never")
     first = sm.set_pod_status(p, None, 0, {"phase": "Failed", "containerStatuses": [terminated("c", 1)]}, NOW)
     dropped = sm.set_pod_status(
         p, first.status, first.version, {"phase": "Running", "containerStatuses": [running("c")]}, LATER
@@ -362,7 +345,7 @@ def test_illegal_transition_drops_the_update_without_a_version() -> None:
 def test_convert_to_api_container_statuses() -> None:
     old = [running("A"), running("B")]
     for deleted, restarts in ((False, 1), (True, 0)):
-        p = pod(containers=("A", "B"), deleted=deleted)
+        p = pod(containers=("A", "B"), metadata=DELETING if deleted else None)
         out = gen.convert_container_statuses(
             p, p["spec"]["containers"], old, {"containers": []}, None, is_init=False
         )
@@ -427,7 +410,7 @@ def test_reason_cache_turns_a_restarting_container_waiting() -> None:
     assert cs["state"]["waiting"]["reason"] == "CrashLoopBackOff"
     assert cs["lastState"]["terminated"]["exitCode"] == 1
     assert gen.get_phase(p, [], [cs], False) == "Running"  # waiting with a lastState counts as stopped
-    never = pod(containers=("c",), policy="Never")
+    never = pod(containers=("c",), restart_policy="Never")
     [cs] = gen.convert_container_statuses(
         never, never["spec"]["containers"], None, runtime, reasons, is_init=False
     )
@@ -436,7 +419,7 @@ def test_reason_cache_turns_a_restarting_container_waiting() -> None:
 
 def test_generate_api_pod_status_terminal_pod_with_disruption_target() -> None:
     disruption = {"type": "DisruptionTarget", "status": "True", "reason": "TerminationByKubelet"}
-    p = pod(containers=("c",), deleted=True, status={"phase": "Running"})
+    p = pod(containers=("c",), metadata=DELETING, status={"phase": "Running"})
     runtime = {"containers": [], "host_ips": ["127.0.0.1", "::1"], "ips": []}
     old = {"phase": "Running", "conditions": [disruption], "containerStatuses": [terminated("c", 0)]}
     s = gen.generate_api_status(p, old, runtime, pod_is_terminal=True)
@@ -470,7 +453,7 @@ def test_generate_api_pod_status_api_phase_succeeded_with_empty_runtime() -> Non
 
 
 def test_generate_api_pod_status_keeps_cached_terminal_reason() -> None:
-    p = pod(containers=("c",), policy="Always")
+    p = pod(containers=("c",), restart_policy="Always")
     old = {"phase": "Succeeded", "reason": "Test", "message": "test"}
     s = gen.generate_api_status(p, old, {"containers": []})
     assert (s["phase"], s["reason"], s["message"]) == ("Succeeded", "Test", "test")

@@ -10,17 +10,16 @@ OK terminated exit 0, F terminated exit -1, WL waiting with a last termination, 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import pytest
 
 from podledger.streams import status as status_mod
-
-JSONDict = dict[str, Any]
+from podledger.types import JSONDict
+from tests import pods
 
 STARTED_AT = "2025-01-01T00:00:00Z"
-STATIC_SOURCE_ANNOTATION = "kubernetes.io/config.source"
 
 
 # --------------------------------------------------------------------------------------------------
@@ -28,32 +27,9 @@ STATIC_SOURCE_ANNOTATION = "kubernetes.io/config.source"
 # --------------------------------------------------------------------------------------------------
 
 
-def sidecar(name: str) -> JSONDict:
-    """An init container with restartPolicy Always (a restartable init container)."""
-    return {"name": name, "restartPolicy": "Always"}
-
-
-def make_pod(
-    containers: Sequence[str] = ("containerA", "containerB"),
-    init_containers: Sequence[str | JSONDict] = (),
-    restart_policy: str = "Always",
-    readiness_gates: Sequence[str] = (),
-    config_source: str | None = None,
-) -> JSONDict:
-    """A plain Pod dict. Plain init containers are given by name, sidecars via `sidecar(name)`."""
-    spec: JSONDict = {
-        "nodeName": "machine",
-        "restartPolicy": restart_policy,
-        "containers": [{"name": name} for name in containers],
-    }
-    if init_containers:
-        spec["initContainers"] = [{"name": c} if isinstance(c, str) else dict(c) for c in init_containers]
-    if readiness_gates:
-        spec["readinessGates"] = [{"conditionType": gate} for gate in readiness_gates]
-    metadata: JSONDict = {"name": "pod", "namespace": "default", "uid": "uid-1"}
-    if config_source is not None:
-        metadata["annotations"] = {STATIC_SOURCE_ANNOTATION: config_source}
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+# The test pod of upstream's status tests: two containers on node "machine".
+make_pod = partial(pods.pod, containers=("containerA", "containerB"), node="machine", restart_policy="Always")
+sidecar = pods.sidecar
 
 
 def _status(
@@ -335,10 +311,10 @@ def test_pod_phase_with_restart_never_restartable_init_containers(
 
 
 # Extra phase cases from the rule text of R4.1 / R4.2. Case: (pod, init, regular, terminal, expected)
-STATIC_ALWAYS = make_pod(restart_policy="Always", config_source="file")
-STATIC_NEVER = make_pod(restart_policy="Never", config_source="file")
-STATIC_ON_FAILURE = make_pod(restart_policy="OnFailure", config_source="http")
-API_SOURCED_ALWAYS = make_pod(restart_policy="Always", config_source="api")
+STATIC_ALWAYS = make_pod(restart_policy="Always", source="file")
+STATIC_NEVER = make_pod(restart_policy="Never", source="file")
+STATIC_ON_FAILURE = make_pod(restart_policy="OnFailure", source="http")
+API_SOURCED_ALWAYS = make_pod(restart_policy="Always", source="api")
 ON_FAILURE_INIT = make_pod(init_containers=(X,), restart_policy="OnFailure")
 
 POD_PHASE_EXTRA: list[Any] = [
