@@ -3,10 +3,6 @@
 
 from __future__ import annotations
 
-from podledger.types import CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION
-
-from tests import pods
-
 import copy
 from typing import Any
 
@@ -14,6 +10,8 @@ import orjson
 import pytest
 
 from podledger.agents.sink import decisions as api_sync
+from podledger.types import CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION
+from tests import pods
 
 NOW = "2026-01-01T10:00:00Z"
 EARLIER = "2025-12-31T09:00:00Z"
@@ -661,7 +659,6 @@ def api_pod(phase: str, *, deleting: bool = True, mirror: bool = False, uid: str
         annotations={CONFIG_SOURCE_ANNOTATION: "api", CONFIG_MIRROR_ANNOTATION: "mirror"} if mirror else None,
         status={"phase": phase},
     )
-
 
 
 def test_delete_pod_before_finished() -> None:

@@ -3,8 +3,6 @@ in pkg/kubelet/config/config_test.go, plus R1.4 static defaults and R1.9 sources
 
 from __future__ import annotations
 
-from tests import pods
-
 import copy
 import re
 from typing import Any
@@ -20,6 +18,7 @@ from podledger.agents.sources.pod_config import (
     pods_differ_semantically,
 )
 from podledger.types import CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION
+from tests import pods
 
 JSONDict = dict[str, Any]
 SRC = "test"
@@ -31,9 +30,13 @@ def valid_pod(name: str, namespace: str = "new") -> JSONDict:
     """CreateValidPod: the UID is name+namespace, unique enough for these tests."""
     ctr = pods.container("ctr", "image", imagePullPolicy="IfNotPresent", terminationMessagePolicy="File")
     return pods.pod(
-        [ctr], name=name, namespace=namespace, uid=name + namespace, restart_policy="Always", dnsPolicy="ClusterFirst"
+        [ctr],
+        name=name,
+        namespace=namespace,
+        uid=name + namespace,
+        restart_policy="Always",
+        dnsPolicy="ClusterFirst",
     )
-
 
 
 def other_containers(pod: JSONDict) -> JSONDict:
@@ -55,8 +58,8 @@ def names(update: MergedUpdate) -> list[str]:
 def expect(got: list[MergedUpdate], *expected: tuple[str, list[JSONDict]]) -> None:
     """Like upstream expectPodUpdate: same ops/sources in order, pods equal ignoring local annotations."""
     assert [(u.op, u.source) for u in got] == [(op, SRC) for op, _ in expected]
-    for update, (_, pods) in zip(got, expected, strict=True):
-        want = sorted(pods, key=lambda p: p["metadata"]["name"])
+    for update, (_, expected_pods) in zip(got, expected, strict=True):
+        want = sorted(expected_pods, key=lambda p: p["metadata"]["name"])
         have = sorted(update.pods, key=lambda p: p["metadata"]["name"])
         assert len(have) == len(want)
         for w, h in zip(want, have, strict=True):

@@ -7,10 +7,6 @@ publisher; the Kafka round trips are covered by tests/test_node_agent.py.
 
 from __future__ import annotations
 
-from podledger.types import JSONDict
-
-from tests import pods
-
 import asyncio
 from typing import Any
 
@@ -19,6 +15,8 @@ from podledger.agents.sources.apiserver import ApiserverSource
 from podledger.agents.sources.pod_config import PodStorage
 from podledger.agents.worker.pod_worker import PodWorkers
 from podledger.schemas import models
+from podledger.types import JSONDict
+from tests import pods
 
 
 def pod(uid: str, name: str | None = None) -> JSONDict:
@@ -31,7 +29,6 @@ def pod(uid: str, name: str | None = None) -> JSONDict:
         metadata={"resourceVersion": "1"},
         status={"phase": "Pending"},
     )
-
 
 
 def update(op: str, uid: str, ts_ms: int, source: str = "file") -> models.PodUpdate:

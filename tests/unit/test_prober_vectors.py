@@ -8,8 +8,6 @@ exercise streams.status.apply_probe_results, which plays the manager's UpdatePod
 
 from __future__ import annotations
 
-from tests import pods
-
 import asyncio
 import copy
 import time
@@ -31,6 +29,7 @@ from podledger.agents.prober.worker import after_probe, apply_ops, before_probe,
 from podledger.schemas import decode, encode, models
 from podledger.streams.status import apply_probe_results, rfc3339
 from podledger.types import ProbeResult, ProbeType
+from tests import pods
 
 JSONDict = dict[str, Any]
 
@@ -48,7 +47,6 @@ def container_with(probe_type: str, **probe: Any) -> JSONDict:
 def pod_with(*containers: JSONDict, restart_policy: str = "Never", uid: str = UID) -> JSONDict:
     # upstream's test pod has restartPolicy Never, which is what makes a terminated container final
     return pods.pod(containers, name="test_pod", namespace="test", uid=uid, restart_policy=restart_policy)
-
 
 
 def running_status(started: bool, *, started_at: float = NOW, cid: str = CID, name: str = NAME) -> JSONDict:
@@ -475,7 +473,6 @@ def test_probe_termination_grace_seconds() -> None:
 def probed(name: str, *types: str, init_policy: str | None = None, period: float = 0.05) -> JSONDict:
     probes = {f"{t}Probe": {"exec": {"command": ["true"]}, "periodSeconds": period} for t in types}
     return pods.container(name, **probes, **({"restartPolicy": init_policy} if init_policy else {}))
-
 
 
 async def eventually(condition: Callable[[], bool], timeout: float = 3.0) -> None:

@@ -5,8 +5,6 @@ Time comes from a fake clock, so every stage boundary is checked exactly where t
 
 from __future__ import annotations
 
-from tests import pods
-
 import asyncio
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -23,6 +21,7 @@ from podledger.agents.runtime.sim import (
     SimRuntime,
 )
 from podledger.types import PlegEventType
+from tests import pods
 
 JSONDict = dict[str, Any]
 T = TypeVar("T")
@@ -45,7 +44,6 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
 
 def make_pod(uid: str = "pod-1", **annotations: str) -> JSONDict:
     return pods.pod(("app",), name=uid, uid=uid, image="busybox:1.36", annotations=annotations)
-
 
 
 APP: JSONDict = {"name": "app", "image": "busybox:1.36"}
