@@ -12,6 +12,7 @@ from podledger.agents.kube import Kube
 from podledger.config import Settings
 from podledger.schemas import decode
 from podledger.streams.topics import ensure_topics
+from tests import pods
 from tests.support import podledger_env, read_topic, wait_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.kube]
@@ -28,23 +29,9 @@ def test_apiserver_changes_become_incremental_ops(
         env=podledger_env(settings, kubeconfig),
     )
     name = f"src-{uuid.uuid4().hex[:6]}"
-    pod = kube.create_pod(
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": name, "namespace": "default"},
-            "spec": {"nodeName": settings.node, "containers": [{"name": "c", "image": "app:1"}]},
-        }
-    )
+    pod = kube.create_pod(pods.pod(name=name, uid=None, node=settings.node, image="app:1"))
     # A pod on another node is none of this node's business.
-    kube.create_pod(
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": f"{name}-x", "namespace": "default"},
-            "spec": {"nodeName": "elsewhere", "containers": [{"name": "c", "image": "app:1"}]},
-        }
-    )
+    kube.create_pod(pods.pod(name=f"{name}-x", uid=None, node="elsewhere", image="app:1"))
 
     def ops() -> list[str]:
         return [

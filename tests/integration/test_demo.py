@@ -1,5 +1,5 @@
-"""Issue 2, points 4 and 9: `podledger demo` on the broker and apiserver the user names, with
-clear output, stopping cleanly on SIGTERM and on Ctrl-C (SIGINT)."""
+"""`podledger demo` on the broker and apiserver the user names, with clear output, stopping cleanly
+on SIGTERM and on Ctrl-C (SIGINT)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Issue 3, point 4: effectively once with two fold workers killed with SIGKILL at random moments.
+"""Effectively once with two fold workers killed with SIGKILL at random moments (docs/architecture.md,
+"State and recovery").
 
 Two `podledger run --roles fold` processes share the partitions (one consumer group). While
 events for hundreds of pods stream in, a seeded killer SIGKILLs one worker or the other and

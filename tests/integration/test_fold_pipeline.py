@@ -1,5 +1,5 @@
-"""Issue 3, points 2, 3 and 5 on the real broker: the Faust fold agent, its outputs, the
-offline fold over the journal it wrote, and bad input between good events."""
+"""The Faust fold agent on the real broker: its outputs, the offline fold over the journal it wrote,
+and bad input between good events going to dead-letter."""
 
 from __future__ import annotations
 

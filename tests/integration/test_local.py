@@ -1,4 +1,5 @@
-"""Issue 2, points 2-4: the project's own local services, and using the user's instead."""
+"""`podledger local`: the project's own local services (a Kafka broker, etcd and kube-apiserver), and
+the test suite using the user's instead."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The node agent on the real broker: pod workers resume from the log after a restart (issue 4 point 4).
+"""The node agent on the real broker: pod workers resume from the log after a restart
+(docs/architecture.md, "State and recovery").
 
 Agents run in this process on the process runtime with a file source (static pods), so the test can
 stop one agent and start the next on the same runtime state directory, as a restarted node would.

@@ -1,4 +1,5 @@
-"""Issue 4 point 6 and issue 6's deletion flow: pods run as real processes, end to end.
+"""Pods run as real processes, end to end, up to their graceful deletion (docs/kubelet-rules.md,
+"Deleting a pod from end to end").
 
 One `podledger run --roles fold,node,sink` process with the process runtime serves the node; the test
 creates pods in the real apiserver, watches their status there, and checks the processes themselves
@@ -23,6 +24,8 @@ from podledger.agents.kube import KubeError
 from podledger.config import Settings
 from podledger.local import alive, free_port
 from podledger.schemas import decode
+from podledger.types import JSONDict
+from tests import pods
 from tests.support import container_status, pod_status, read_topic, start_node, wait_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.kube]
@@ -35,36 +38,30 @@ def test_process_pods_run_restart_fail_and_are_deleted_gracefully(
     port = free_port()
     web = f"web-{uuid.uuid4().hex[:6]}"
     pod = kube.create_pod(
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": web, "namespace": "default"},
-            "spec": {
-                "nodeName": settings.node,
-                "restartPolicy": "OnFailure",
-                "terminationGracePeriodSeconds": 30,
-                "containers": [
-                    {
-                        "name": "server",
-                        "image": "python:3.11",
-                        "command": [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
-                    },
-                    {"name": "once", "image": "busybox", "command": ["sh", "-c", "echo done"]},
-                    {
-                        # Ignores SIGTERM (the ignore is inherited by sleep): only the grace period's
-                        # SIGKILL ends it.
-                        "name": "stubborn",
-                        "image": "busybox",
-                        "command": ["sh", "-c", "trap '' TERM; sleep 1000 & wait"],
-                    },
-                ],
-            },
-        }
+        pods.pod(
+            [
+                pods.container(
+                    "server",
+                    "python:3.11",
+                    command=[sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
+                ),
+                pods.container("once", "busybox", command=["sh", "-c", "echo done"]),
+                # Ignores SIGTERM (the ignore is inherited by sleep): only the grace period's SIGKILL ends it.
+                pods.container(
+                    "stubborn", "busybox", command=["sh", "-c", "trap '' TERM; sleep 1000 & wait"]
+                ),
+            ],
+            name=web,
+            uid=None,
+            node=settings.node,
+            restart_policy="OnFailure",
+            terminationGracePeriodSeconds=30,
+        )
     )
     uid = pod["metadata"]["uid"]
 
     # Running, with container states that match the processes.
-    def running() -> dict[str, Any] | None:
+    def running() -> JSONDict | None:
         status = pod_status(kube, web)
         server, once = container_status(status, "server"), container_status(status, "once")
         ok = (
@@ -88,7 +85,7 @@ def test_process_pods_run_restart_fail_and_are_deleted_gracefully(
     # Killing the server raises restartCount and shows the real exit code (SIGKILL: 137).
     os.killpg(server["pid"], signal.SIGKILL)
 
-    def restarted() -> dict[str, Any] | None:
+    def restarted() -> JSONDict | None:
         cs = container_status(pod_status(kube, web), "server")
         return cs if cs.get("restartCount") == 1 and "running" in cs.get("state", {}) else None
 
@@ -103,16 +100,13 @@ def test_process_pods_run_restart_fail_and_are_deleted_gracefully(
     # A restartPolicy Never pod whose only container exits 1 ends Failed.
     failing = f"fail-{uuid.uuid4().hex[:6]}"
     kube.create_pod(
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": failing, "namespace": "default"},
-            "spec": {
-                "nodeName": settings.node,
-                "restartPolicy": "Never",
-                "containers": [{"name": "main", "image": "busybox", "command": ["sh", "-c", "exit 1"]}],
-            },
-        }
+        pods.pod(
+            [pods.container("main", "busybox", command=["sh", "-c", "exit 1"])],
+            name=failing,
+            uid=None,
+            node=settings.node,
+            restart_policy="Never",
+        )
     )
     status = wait_for(
         lambda: (s := pod_status(kube, failing)).get("phase") == "Failed" and s,

@@ -1,4 +1,5 @@
-"""Issue 2, point 7: one pod through the real apiserver, Kafka, fold and sink."""
+"""One pod through the real apiserver, Kafka, fold and sink: created in the apiserver, it comes back
+with the status the fold computed (docs/architecture.md, "The flow")."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from podledger.config import Settings
 from podledger.partitioner import partition_for_node
 from podledger.schemas import decode
 from podledger.streams.topics import ensure_topics
+from podledger.types import JSONDict
+from tests import pods
 from tests.support import podledger_env, read_topic, wait_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.kube]
@@ -27,12 +30,9 @@ def test_pod_created_in_apiserver_gets_status_from_the_pipeline(
     namespace = "default"
     name = f"e2e-{uuid.uuid4().hex[:8]}"
     pod = kube.create_pod(
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": name, "namespace": namespace},
-            "spec": {"nodeName": settings.node, "containers": [{"name": "main", "image": "example/app:1"}]},
-        }
+        pods.pod(
+            ("main",), name=name, namespace=namespace, uid=None, node=settings.node, image="example/app:1"
+        )
     )
     uid = pod["metadata"]["uid"]
     assert pod.get("status", {}).get("conditions") is None  # nobody has written status yet
@@ -42,7 +42,7 @@ def test_pod_created_in_apiserver_gets_status_from_the_pipeline(
         env=podledger_env(settings, kubeconfig, PODLEDGER_LOG_LEVEL="info"),
     )
 
-    def scheduled_condition() -> dict | None:
+    def scheduled_condition() -> JSONDict | None:
         status = kube.get_pod(namespace, name).get("status") or {}
         return next((c for c in status.get("conditions") or [] if c["type"] == "PodScheduled"), None)
 

@@ -1,8 +1,9 @@
-"""Issue 5 point 2: probe reactions end to end, on the real broker and apiserver with the process runtime.
+"""Probe reactions end to end, on the real broker and apiserver with the process runtime.
 
 Readiness flips Ready in the apiserver, a failing liveness probe restarts its container, and a slow
 starter guarded by a startup probe is not killed by its liveness probe before it has started. The probes
-are exec probes on files the test creates and removes, so the test decides when they pass.
+are exec probes on files the test creates and removes, so the test decides when they pass. The rules
+are docs/kubelet-rules.md's "Probe results in the status" and "Reacting to results".
 """
 
 from __future__ import annotations
@@ -15,34 +16,25 @@ from typing import Any
 import pytest
 
 from podledger.config import Settings
+from podledger.types import JSONDict
+from tests import pods
 from tests.support import container_status, pod_status, start_node, wait_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.kube]
 
 
-def exec_probe(path: Path, **fields: Any) -> dict[str, Any]:
+def exec_probe(path: Path, **fields: Any) -> JSONDict:
     return {"exec": {"command": ["test", "-f", str(path)]}, "periodSeconds": 1, **fields}
 
 
-def create(kube: Any, node: str, name: str, container: dict[str, Any]) -> str:
-    pod = kube.create_pod(
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": name, "namespace": "default"},
-            "spec": {
-                "nodeName": node,
-                "terminationGracePeriodSeconds": 2,
-                "containers": [
-                    {"name": "main", "image": "busybox", "command": ["sleep", "1000"], **container}
-                ],
-            },
-        }
-    )
+def create(kube: Any, node: str, name: str, container: JSONDict) -> str:
+    """A pod whose one container "main" sleeps, with `container`'s further fields (its probes)."""
+    main = pods.container("main", "busybox", command=["sleep", "1000"], **container)
+    pod = kube.create_pod(pods.pod([main], name=name, uid=None, node=node, terminationGracePeriodSeconds=2))
     return str(pod["metadata"]["uid"])
 
 
-def condition(status: dict[str, Any], kind: str) -> str | None:
+def condition(status: JSONDict, kind: str) -> str | None:
     return next((c["status"] for c in status.get("conditions") or [] if c["type"] == kind), None)
 
 

@@ -1,11 +1,11 @@
-"""Issue 6 on the real apiserver and broker: the sink as the status manager's syncPod."""
+"""The sink as the writing half of the status manager (syncBatch and syncPod in
+status_manager.go), on the real apiserver and broker; docs/kubelet-rules.md, "Sink and API sync"."""
 
 from __future__ import annotations
 
 import asyncio
 import time
 import uuid
-from typing import Any
 
 import orjson
 import pytest
@@ -14,6 +14,8 @@ from podledger.agents.kube import Kube, KubeError
 from podledger.config import Settings
 from podledger.schemas import decode
 from podledger.streams.topics import ensure_topics
+from podledger.types import CONFIG_MIRROR_ANNOTATION, JSONDict
+from tests import pods
 from tests.pods import API_TIME, api_condition, running_status, versioned
 from tests.support import create_api_pod, publish_statuses, read_topic, wait_for
 
@@ -37,7 +39,7 @@ def sink_env(settings: Settings, kubeconfig: str, request: pytest.FixtureRequest
     }
 
 
-def api_conditions(kube: Kube, pod: dict[str, Any]) -> dict[str, str]:
+def api_conditions(kube: Kube, pod: JSONDict) -> dict[str, str]:
     status = kube.get_pod("default", pod["metadata"]["name"]).get("status") or {}
     return {c["type"]: c["status"] for c in status.get("conditions") or []}
 
@@ -169,19 +171,15 @@ def test_do_not_delete_mirror_pods(settings: Settings, kubeconfig: str, sink_env
     name = f"mirror-{uuid.uuid4().hex[:6]}"
     static_uid = f"static-{uuid.uuid4()}"  # a static pod's UID is its config hash, named by its mirror
     mirror = kube.create_pod(
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {
-                "name": name,
-                "namespace": "default",
-                "annotations": {
-                    "kubernetes.io/config.mirror": static_uid,
-                    "kubernetes.io/config.source": "file",
-                },
-            },
-            "spec": {"nodeName": settings.node, "containers": [{"name": "main", "image": "app:1"}]},
-        }
+        pods.pod(
+            ("main",),
+            name=name,
+            uid=None,
+            node=settings.node,
+            image="app:1",
+            annotations={CONFIG_MIRROR_ANNOTATION: static_uid},
+            source="file",
+        )
     )
     kube.delete_pod("default", name, grace_seconds=30)
     static = {**mirror, "metadata": {**mirror["metadata"], "uid": static_uid}}
@@ -217,10 +215,11 @@ def _gone(kube: Kube, name: str) -> bool:
     return False
 
 
-def test_stale_updates_are_not_written_again_after_a_restart(
+def test_TestStaleUpdates_not_written_again_after_a_restart(
     settings: Settings, kubeconfig: str, sink_env, podledger_process
 ) -> None:
-    """TestStaleUpdates: a version already written is not written again, even by a new sink."""
+    """TestStaleUpdates (status_manager_test.go) across a sink restart: a version already written is
+    not written again, even by a new sink; a newer one is."""
     kube = Kube.from_kubeconfig(kubeconfig)
     pod = create_api_pod(kube, settings.node)
     asyncio.run(publish_statuses(settings, versioned(pod, settings.node, 2, running_status("True"))))

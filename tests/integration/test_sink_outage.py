@@ -1,5 +1,5 @@
-"""Issue 6: the apiserver is stopped for 30 s while statuses keep flowing; after it comes back
-every pod converges to its newest version, and nothing is lost."""
+"""The sink through an apiserver outage: the apiserver is stopped for 30 s while statuses keep
+flowing; after it comes back every pod converges to its newest version, and nothing is lost."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from podledger import local
 from podledger.agents.kube import Kube
 from podledger.config import Settings
 from podledger.streams.topics import ensure_topics
+from podledger.types import JSONDict
 from tests.pods import running_status, versioned
 from tests.support import create_api_pod, publish_statuses, read_topic, wait_for
 
@@ -32,7 +33,7 @@ def test_apiserver_outage_then_every_pod_converges(
         kube = Kube.from_kubeconfig(kube_handle.kubeconfig)
         pods = [create_api_pod(kube, settings.node) for _ in range(PODS)]
 
-        def status(version: int) -> dict:
+        def status(version: int) -> JSONDict:
             return {**running_status("True"), "message": f"version {version}"}
 
         env = {

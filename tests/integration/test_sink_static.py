@@ -1,11 +1,11 @@
-"""Spec §7.5 vector 8, TestStaticPod, on the real apiserver: a static pod's status goes only through its
-current mirror pod, and the calls the sink makes to get there."""
+"""TestStaticPod (status_manager_test.go) on the real apiserver: a static pod's status goes only through
+its current mirror pod, and the calls the sink makes to get there (docs/kubelet-rules.md, "Mirror pods")."""
 
 from __future__ import annotations
 
 import time
 import uuid
-from typing import Any
+from functools import partial
 
 import pytest
 
@@ -13,6 +13,8 @@ from podledger.agents.kube import Kube
 from podledger.agents.mirror import build_mirror_pod
 from podledger.agents.sink.writer import Sink
 from podledger.config import Settings
+from podledger.types import JSONDict
+from tests import pods
 from tests.pods import running_status, versioned
 from tests.support import wait_for
 
@@ -29,15 +31,8 @@ def test_TestStaticPod(kubeconfig: str, node_name: str, read: str) -> None:
     node = kube.ensure_node(node_name)
     name = f"static-{uuid.uuid4().hex[:6]}-{node_name}"
     static_uid = uuid.uuid4().hex  # file pods' UIDs are their config hash
-    static: dict[str, Any] = {
-        "metadata": {
-            "name": name,
-            "namespace": "default",
-            "uid": static_uid,
-            "annotations": {"kubernetes.io/config.hash": static_uid, "kubernetes.io/config.source": "file"},
-        },
-        "spec": {"containers": [{"name": "main", "image": "app:1"}]},
-    }
+    make_static = partial(pods.pod, ("main",), name=name, uid=static_uid, image="app:1")
+    static = make_static(annotations={"kubernetes.io/config.hash": static_uid}, source="file")
     vs = versioned(static, node_name, 1, running_status(), static=True)
     sink = Sink(
         kube,
@@ -66,10 +61,7 @@ def test_TestStaticPod(kubeconfig: str, node_name: str, read: str) -> None:
 
         # A stale mirror (another static pod's hash) is never written.
         kube.delete_pod("default", name, grace_seconds=0)
-        other = {
-            **static,
-            "metadata": {**static["metadata"], "annotations": {"kubernetes.io/config.hash": "x"}},
-        }
+        other = make_static(annotations={"kubernetes.io/config.hash": "x"})
         wait_for(lambda: _created(kube, build_mirror_pod(other, node)), timeout=10, what="stale mirror")
         if sink.cache is not None:
             wait_for(
@@ -90,7 +82,7 @@ def test_TestStaticPod(kubeconfig: str, node_name: str, read: str) -> None:
             sink.cache.stop()
 
 
-def _created(kube: Kube, pod: dict[str, Any]) -> bool:
+def _created(kube: Kube, pod: JSONDict) -> bool:
     try:
         kube.create_pod(pod)
     except Exception:

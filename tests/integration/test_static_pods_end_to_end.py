@@ -1,4 +1,5 @@
-"""Issue 5 point 3: static pods from a manifest directory, made visible through mirror pods.
+"""Static pods from a manifest directory, made visible through mirror pods (docs/kubelet-rules.md,
+"The file source" and "Mirror pods").
 
 On the real broker and apiserver with the process runtime: a dropped-in manifest appears as a running
 mirror pod with live status; a deleted mirror is recreated; editing the manifest restarts the pod under a
@@ -16,6 +17,7 @@ import pytest
 from podledger.agents.kube import KubeError
 from podledger.config import Settings
 from podledger.local import alive
+from podledger.types import JSONDict
 from tests.support import container_status, start_node, wait_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.kube]
@@ -53,7 +55,7 @@ def test_static_pod_lives_in_the_apiserver_through_its_mirror(
     manifest = manifests / "static.yaml"
     manifest.write_text(MANIFEST.format(name=base, seconds=1000))
 
-    def mirror() -> dict[str, Any] | None:
+    def mirror() -> JSONDict | None:
         try:
             return kube.get_pod("default", name)
         except KubeError as exc:

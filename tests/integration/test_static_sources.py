@@ -1,11 +1,13 @@
 """The file and http sources for real: a temp manifest directory and a local HTTP server, through
-the real broker (spec R1.3-R1.5, R1.8)."""
+the real broker. The rules checked are docs/kubelet-rules.md's "The file source", "The http source"
+and "Static pod defaults" (upstream config/file.go, config/http.go and config/common.go)."""
 
 from __future__ import annotations
 
 import asyncio
 import http.server
 import threading
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,7 @@ import pytest
 from podledger.config import Settings
 from podledger.schemas import decode
 from podledger.streams.topics import ensure_topics
+from tests import pods
 from tests.support import read_topic, wait_for
 
 pytestmark = pytest.mark.kafka
@@ -106,12 +109,9 @@ class _Manifests(http.server.BaseHTTPRequestHandler):
 def test_http_source_follows_the_url(settings: Settings, podledger_process) -> None:
     asyncio.run(ensure_topics(settings))
     handler = type("Handler", (_Manifests,), {})
-    pod = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "api"},
-        "spec": {"containers": [{"name": "main", "image": "app:1"}]},
-    }
+    # No uid: the http source derives one from the pod and the URL.
+    make_pod = partial(pods.pod, ("main",), uid=None, image="app:1")
+    pod = make_pod(name="api")
     handler.body = orjson.dumps(pod)
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -130,7 +130,7 @@ def test_http_source_follows_the_url(settings: Settings, podledger_process) -> N
         asyncio.run(asyncio.sleep(2))
         assert len(updates(settings)) == 1
         handler.status = 200
-        second = dict(pod, metadata={"name": "worker"})
+        second = make_pod(name="worker")
         handler.body = orjson.dumps({"kind": "PodList", "items": [pod, second]})
         got = wait_for(
             lambda: (u := updates(settings)) and len(u) >= 2 and u, timeout=30, what="ADD worker", alive=proc

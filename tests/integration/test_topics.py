@@ -1,4 +1,5 @@
-"""Issue 2, point 6: topics are created as DESIGN.md says, idempotently, on the real broker."""
+"""Topics are created with the partitions, cleanup policies and retention `streams/topics.py` declares
+(docs/architecture.md, "Topics and partitioning"), idempotently, on the real broker."""
 
 from __future__ import annotations
 
