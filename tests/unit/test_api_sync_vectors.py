@@ -1,5 +1,5 @@
-"""Spec §7.5 (API side: items 3, 12, 14, 15, 16) for streams/api_sync, named after the upstream tests
-(pkg/kubelet/status/status_manager_test.go, pkg/util/pod/pod_test.go), plus strategic-patch cases."""
+"""The sink's pure decisions (agents/sink/decisions.py), named after the upstream tests in
+pkg/kubelet/status/status_manager_test.go and pkg/util/pod/pod_test.go, plus strategic-patch cases."""
 
 from __future__ import annotations
 
@@ -10,12 +10,11 @@ import orjson
 import pytest
 
 from podledger.agents.sink import decisions as api_sync
-from podledger.types import CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION
+from podledger.types import CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION, JSONDict
 from tests import pods
 
 NOW = "2026-01-01T10:00:00Z"
 EARLIER = "2025-12-31T09:00:00Z"
-JSONDict = dict[str, Any]
 
 
 def cond(type_: str, status: str = "True", reason: str = "", **extra: Any) -> JSONDict:
@@ -201,7 +200,7 @@ MERGE_CASES = [
     [case[1:] for case in MERGE_CASES],
     ids=[case[0] for case in MERGE_CASES],
 )
-def test_merge_pod_status(
+def test_TestMergePodStatus(
     running: bool,
     api: JSONDict,
     new: JSONDict,
@@ -219,7 +218,7 @@ def test_merge_pod_status(
     assert (api, new) == (api_before, new_before), "inputs must not change"
 
 
-def test_merge_pod_status_terminal_conditions_get_now() -> None:
+def test_TestMergePodStatus_terminal_conditions_get_now() -> None:
     """The forced Ready/ContainersReady and a new DisruptionTarget transition at `now`."""
     api = with_conditions(merge_base())
     api["conditions"][0]["lastTransitionTime"] = EARLIER
@@ -230,7 +229,7 @@ def test_merge_pod_status_terminal_conditions_get_now() -> None:
     assert times["DisruptionTarget"] == NOW
 
 
-def test_merge_pod_status_disruption_target_keeps_api_time_when_status_unchanged() -> None:
+def test_TestMergePodStatus_disruption_target_keeps_api_time_when_unchanged() -> None:
     api = with_conditions(merge_base(), {**DT_EVICTION, "lastTransitionTime": EARLIER})
     cached = failed(
         with_conditions(merge_base(), {**DT_KUBELET, "lastTransitionTime": "2026-01-01T11:00:00Z"})
@@ -240,7 +239,7 @@ def test_merge_pod_status_disruption_target_keeps_api_time_when_status_unchanged
     assert (target["reason"], target["lastTransitionTime"]) == ("TerminationByKubelet", EARLIER)
 
 
-def test_merge_pod_status_succeeded_is_pod_completed() -> None:
+def test_TestMergePodStatus_succeeded_is_pod_completed() -> None:
     merged = api_sync.merge_pod_status(merge_base(), {**merge_base(), "phase": "Succeeded"}, False, now=NOW)
     assert shape(merged["conditions"]) == [
         ("Ready", "False", "PodCompleted"),
@@ -249,7 +248,7 @@ def test_merge_pod_status_succeeded_is_pod_completed() -> None:
     ]
 
 
-def test_merge_pod_status_already_terminal_keeps_cached_phase_even_if_running() -> None:
+def test_TestMergePodStatus_terminal_keeps_cached_phase_even_if_running() -> None:
     """Not a transition (the API is already terminal): the hold-back does not apply."""
     api = {**merge_base(), "phase": "Failed", "reason": "Evicted"}
     merged = api_sync.merge_pod_status(api, {**merge_base(), "phase": "Failed"}, True, now=NOW)
@@ -257,7 +256,7 @@ def test_merge_pod_status_already_terminal_keeps_cached_phase_even_if_running() 
     assert shape(merged["conditions"]) == [FAILED_READY, SCHEDULED, FAILED_CONTAINERS_READY]
 
 
-def test_merge_pod_status_resource_claim_statuses_come_from_api() -> None:
+def test_TestMergePodStatus_resource_claim_statuses_come_from_api() -> None:
     claims = [{"name": "gpu", "resourceClaimName": "pod-gpu-x1"}]
     merged = api_sync.merge_pod_status(
         {**merge_base(), "resourceClaimStatuses": claims},
@@ -348,7 +347,7 @@ PATCH_CASES = [
     [case[1:] for case in PATCH_CASES],
     ids=[case[0] for case in PATCH_CASES],
 )
-def test_patch_pod_status(mutate: Any, unchanged: bool, expected: bytes) -> None:
+def test_TestPatchPodStatus(mutate: Any, unchanged: bool, expected: bytes) -> None:
     patch = api_sync.status_patch("myuid", patch_base(), mutate(patch_base()))
     assert (patch is None) == unchanged
     sent = {"metadata": {"uid": "myuid"}} if patch is None else patch
@@ -603,12 +602,12 @@ def cached_status() -> JSONDict:
     }
 
 
-def test_reconcile_pod_status_same_status_needs_nothing() -> None:
+def test_TestReconcilePodStatus_same_status_needs_nothing() -> None:
     cached = cached_status()
     assert not api_sync.needs_reconcile(copy.deepcopy(cached), cached, reconcile_pod(cached))
 
 
-def test_reconcile_pod_status_subsecond_timestamps_need_nothing() -> None:
+def test_TestReconcilePodStatus_subsecond_timestamps_need_nothing() -> None:
     cached = cached_status()
     api = copy.deepcopy(cached)
     api["startTime"] = "2026-01-01T09:59:00.123456789Z"
@@ -617,7 +616,7 @@ def test_reconcile_pod_status_subsecond_timestamps_need_nothing() -> None:
     assert not api_sync.needs_reconcile(api, cached, reconcile_pod(api))
 
 
-def test_reconcile_pod_status_different_owned_condition_needs_reconcile() -> None:
+def test_TestReconcilePodStatus_different_owned_condition_needs_reconcile() -> None:
     cached = cached_status()
     api = copy.deepcopy(cached)
     api["conditions"][0]["status"] = "False"
@@ -626,19 +625,19 @@ def test_reconcile_pod_status_different_owned_condition_needs_reconcile() -> Non
     assert api_sync.needs_reconcile(api, cached, reconcile_pod(api))
 
 
-def test_reconcile_pod_status_different_status_needs_reconcile() -> None:
+def test_TestReconcilePodStatus_different_status_needs_reconcile() -> None:
     cached = cached_status()
     api = {**copy.deepcopy(cached), "message": "67890"}  # getRandomPodStatus differs
     assert api_sync.needs_reconcile(api, cached, reconcile_pod(api))
 
 
-def test_reconcile_pod_status_foreign_condition_needs_nothing() -> None:
+def test_TestReconcilePodStatus_foreign_condition_needs_nothing() -> None:
     cached = with_conditions(cached_status(), cond("www.example.com/feature"))
     api = with_conditions(cached_status(), cond("www.example.com/feature", "False"), cond("other.io/gate"))
     assert not api_sync.needs_reconcile(api, cached, reconcile_pod(api))
 
 
-def test_reconcile_pod_status_does_not_mutate_inputs() -> None:
+def test_TestReconcilePodStatus_does_not_mutate_inputs() -> None:
     cached = cached_status()
     api = copy.deepcopy(cached)
     api["startTime"] = "2026-01-01T09:59:00.5Z"
@@ -661,18 +660,18 @@ def api_pod(phase: str, *, deleting: bool = True, mirror: bool = False, uid: str
     )
 
 
-def test_delete_pod_before_finished() -> None:
+def test_TestDeletePodBeforeFinished() -> None:
     """SetPodStatus(Failed) on a deleting pod: PATCH, but no DELETE before TerminatePod."""
     assert not api_sync.can_be_deleted(api_pod("Failed"), False, False)
 
 
-def test_delete_pod_finished() -> None:
+def test_TestDeletePodFinished() -> None:
     """TerminatePod ran (finished) and the API phase is terminal: DELETE."""
     assert api_sync.can_be_deleted(api_pod("Failed"), True, False)
     assert api_sync.can_be_deleted(api_pod("Succeeded"), True, False)
 
 
-def test_delete_pod_finished_waits_for_terminal_api_phase() -> None:
+def test_TestDeletePodFinished_waits_for_terminal_api_phase() -> None:
     assert not api_sync.can_be_deleted(api_pod("Running"), True, False)
 
 
@@ -680,7 +679,7 @@ def test_delete_pod_not_being_deleted() -> None:
     assert not api_sync.can_be_deleted(api_pod("Failed", deleting=False), True, False)
 
 
-def test_do_not_delete_mirror_pods() -> None:
+def test_TestDoNotDeleteMirrorPods() -> None:
     assert not api_sync.can_be_deleted(api_pod("Failed", mirror=True), True, False)
     assert not api_sync.can_be_deleted(api_pod("Failed"), True, True)
     assert api_sync.is_mirror_pod(api_pod("Failed", mirror=True))
@@ -694,19 +693,19 @@ def versioned(status: JSONDict, version: int = 1, running: bool = False) -> JSON
     return {"status": status, "version": version, "could_have_running_containers": running}
 
 
-def test_sync_pod_ignores_not_found() -> None:
+def test_TestSyncPodIgnoresNotFound() -> None:
     decision = api_sync.sync_decision("12345678", None, versioned({"message": "m"}), None, now=NOW)
     assert (decision.action, decision.patch, decision.version) == ("skip-notfound", None, None)
 
 
-def test_sync_pod_checks_mismatched_uid() -> None:
+def test_TestSyncPodChecksMismatchedUID() -> None:
     """A status for "second" while the API returns "first": GET only, the status is dropped."""
     pod = api_pod("Running", deleting=False, uid="first")
     decision = api_sync.sync_decision("second", pod, versioned({"message": "m"}), None, now=NOW)
     assert (decision.action, decision.patch, decision.version) == ("drop-recreated", None, None)
 
 
-def test_sync_pod() -> None:
+def test_TestSyncPod() -> None:
     pod = api_pod("Running", deleting=False)
     decision = api_sync.sync_decision(
         "12345678", pod, versioned({"phase": "Running", "message": "m"}, 3), None, now=NOW
@@ -716,8 +715,8 @@ def test_sync_pod() -> None:
     assert (decision.version, decision.advances) == (3, True)
 
 
-def test_sync_pod_unchanged_after_stale_version() -> None:
-    """TestStaleUpdates: the API already shows the status, the recorded version is behind: no PATCH."""
+def test_TestStaleUpdates() -> None:
+    """The API already shows the status, the recorded version is behind: no PATCH."""
     status = {"phase": "Running", "message": "second version bump"}
     pod = {**api_pod("Running", deleting=False), "status": status}
     decision = api_sync.sync_decision("12345678", pod, versioned(status, 3), 2, now=NOW)
@@ -731,8 +730,8 @@ def test_sync_pod_unchanged_after_stale_version() -> None:
     assert (again.action, again.advances) == ("unchanged", False)
 
 
-def test_sync_pod_holds_terminal_phase_while_running() -> None:
-    """TestSyncPodNoDeadlock 'deleting but still running': PATCH (readiness), phase and message
+def test_TestSyncPodNoDeadlock_deleting_but_still_running() -> None:
+    """PATCH (readiness), phase and message
     stay the API's until the pod worker has terminated the pod."""
     pod = api_pod("Running")
     pod["status"] = {"phase": "Running", "message": "api", "conditions": [cond("Ready")]}

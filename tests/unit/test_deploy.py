@@ -1,4 +1,4 @@
-"""Issue 2, point 8: deploy/docker-compose.yml is valid and the image installs our package."""
+"""deploy/docker-compose.yml is valid and the image installs our package."""
 
 from __future__ import annotations
 

@@ -238,8 +238,8 @@ def _running_runtime(*names: str) -> dict:
     }
 
 
-def test_set_container_readiness() -> None:
-    """TestSetContainerReadiness, through the fold: readiness results regenerate Ready."""
+def test_TestSetContainerReadiness_through_the_fold() -> None:
+    """Readiness results regenerate Ready."""
     pod = _two_container_pod()
     record, _ = fold_event(None, at(1), update("ADD", pod))
     ready_of = lambda r: {c["type"]: c["status"] for c in r["status"]["conditions"]}["Ready"]  # noqa: E731
@@ -270,8 +270,8 @@ def test_set_container_readiness() -> None:
     assert record["version"] == version + 2 and ready_of(record) == "False"
 
 
-def test_set_container_startup() -> None:
-    """TestSetContainerStartup, through the fold: startup results set `started`."""
+def test_TestSetContainerStartup_through_the_fold() -> None:
+    """Startup results set `started`."""
     pod = copy.deepcopy(POD)
     pod["spec"]["containers"][0]["startupProbe"] = {"exec": {"command": ["true"]}}
     record, _ = fold_event(None, at(1), update("ADD", pod))

@@ -1,6 +1,8 @@
-"""Test vectors for grace periods and crash-loop back-off (spec §6 R6.1-R6.2, §7.6).
+"""Test vectors for grace periods and crash-loop back-off (docs/kubelet-rules.md, "Grace periods" and
+"Crash-loop back-off").
 
-The test_grace_period_* cases are §7.6's vectors, in order; the rest pin the back-off behaviour
+The test_grace_period_* cases follow the kubelet's grace-period rules (pod_workers.go
+calculateEffectiveGracePeriod), one branch each; the rest pin the back-off behaviour
 (10s doubling to 5m, reset after 10 minutes) and the upstream CrashLoopBackOff message text.
 """
 
@@ -62,7 +64,7 @@ def test_grace_period_override_then_deletion_lowest_wins() -> None:
 
 
 def test_grace_period_zero_request_never_lengthens_stored() -> None:
-    """Upstream would fall back to the spec here (10 -> 30); the spec says it never grows."""
+    """Upstream would fall back to the spec here (10 -> 30); podledger keeps the rule that it never grows."""
     assert effective_grace_period(10, None, 0, 30) == (10, False)
 
 

@@ -6,10 +6,17 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from podledger.agents.pleg import Pleg
+from podledger.agents.pleg import Pleg, RelistTiming
 from podledger.agents.runtime.sim import ANNOTATION_EXIT_CODE, ANNOTATION_RUN_SECONDS, SimRuntime
 from podledger.schemas import decode, encode
-from podledger.types import PlegEventType
+from podledger.types import JSONDict, PlegEventType
+from tests import pods
+
+
+def exiting_pod() -> JSONDict:
+    """One container that runs for 10 s on the sim runtime, then exits with code 3."""
+    annotations = {ANNOTATION_RUN_SECONDS: "10", ANNOTATION_EXIT_CODE: "3"}
+    return pods.pod(("app",), name="p", uid="u1", image="app:1", annotations=annotations)
 
 
 class Clock:
@@ -23,15 +30,7 @@ class Clock:
 def test_pleg_publishes_started_then_died_with_snapshots() -> None:
     clock = Clock()
     sim = SimRuntime(seed=1, clock=clock)
-    pod = {
-        "metadata": {
-            "uid": "u1",
-            "name": "p",
-            "namespace": "default",
-            "annotations": {ANNOTATION_RUN_SECONDS: "10", ANNOTATION_EXIT_CODE: "3"},
-        },
-        "spec": {"containers": [{"name": "app", "image": "app:1"}]},
-    }
+    pod = exiting_pod()
     published: list[Any] = []
 
     async def publish(event: Any) -> None:
@@ -56,3 +55,29 @@ def test_pleg_publishes_started_then_died_with_snapshots() -> None:
     [app] = [c for c in died.runtime["containers"] if c["name"] == "app"]
     assert (app["state"], app["exit_code"], died.uid, died.node) == ("exited", 3, "u1", "node-1")
     assert died.ts_ms - app_events[0].ts_ms == 20_000  # event time is the relist time
+
+
+def test_each_relist_reports_its_timing_to_the_observer() -> None:
+    """Benchmarks watch the PLEG through `on_relist`: one timing per relist, with the events it published."""
+    clock = Clock()
+    sim = SimRuntime(seed=1, clock=clock)
+    pod = exiting_pod()
+    timings: list[RelistTiming] = []
+
+    async def publish(event: Any) -> None:
+        pass
+
+    async def scenario() -> list[int]:
+        pleg = Pleg(sim, "node-1", publish, clock=clock, on_relist=timings.append)
+        await sim.create_sandbox(pod)
+        await sim.start_container(pod, pod["spec"]["containers"][0], attempt=0)
+        counts = [len(await pleg.relist_once())]
+        clock.now += 20
+        counts.append(len(await pleg.relist_once()))
+        counts.append(len(await pleg.relist_once()))
+        return counts
+
+    counts = asyncio.run(scenario())
+    assert counts[0] >= 1 and counts[1] >= 1 and counts[2] == 0  # app started; app died; nothing new
+    assert [t.published for t in timings] == counts
+    assert all(0 <= t.list_s <= t.total_s for t in timings)

@@ -1,4 +1,4 @@
-"""Test vectors for the pure PLEG pieces (spec §2 R2.1-R2.4, §7.2).
+"""Test vectors for the pure PLEG pieces (docs/kubelet-rules.md, "PLEG").
 
 Test names follow pkg/kubelet/pleg/generic_test.go. Upstream sorts expected and actual events by
 (pod UID, container ID) before comparing; relist_events already returns that order, so the expected
@@ -6,8 +6,6 @@ lists below are written sorted.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 import pytest
 
@@ -19,9 +17,7 @@ from podledger.agents.pleg import (
     pleg_state,
     relist_events,
 )
-from podledger.types import PlegEventType
-
-JSONDict = dict[str, Any]
+from podledger.types import JSONDict, PlegEventType
 
 
 def snapshot(*containers: tuple[str, str]) -> JSONDict:
@@ -75,7 +71,7 @@ def test_TestRelisting() -> None:
 
 
 @pytest.mark.parametrize("num_relists", [1, 3])
-def test_testReportMissingContainers(num_relists: int) -> None:
+def test_TestReportMissingContainers(num_relists: int) -> None:
     first = {"1234": snapshot(("c1", "running"), ("c2", "running"), ("c3", "exited"))}
     previous: dict[str, JSONDict] = {}
     for _ in range(num_relists):
@@ -90,7 +86,7 @@ def test_testReportMissingContainers(num_relists: int) -> None:
 
 
 @pytest.mark.parametrize("num_relists", [1, 3])
-def test_testReportMissingPods(num_relists: int) -> None:
+def test_TestReportMissingPods(num_relists: int) -> None:
     first = {"1234": snapshot(("c2", "running"))}
     previous: dict[str, JSONDict] = {}
     for _ in range(num_relists):
@@ -111,7 +107,7 @@ def test_unknown_state_yields_no_event() -> None:
 
 
 def test_unknown_then_gone_reports_died_and_removed() -> None:
-    """R2.2: non-existent after anything but exited is Died then Removed."""
+    """generateEvents: non-existent after anything but exited is Died then Removed."""
     assert relist_events({"p": snapshot(("c1", "unknown"))}, {}) == [
         ev("p", PlegEventType.CONTAINER_DIED, "c1"),
         ev("p", PlegEventType.CONTAINER_REMOVED, "c1"),

@@ -1,11 +1,10 @@
-"""Spec §7.1 (Incremental mode, source "test") for agents/pod_config, named after the upstream tests
-in pkg/kubelet/config/config_test.go, plus R1.4 static defaults and R1.9 sources-ready."""
+"""Pod config merging in incremental mode, source "test" (agents/sources/pod_config.py), named after the
+upstream tests in pkg/kubelet/config/config_test.go, plus static pod defaults and sources-ready."""
 
 from __future__ import annotations
 
 import copy
 import re
-from typing import Any
 
 import pytest
 
@@ -17,10 +16,9 @@ from podledger.agents.sources.pod_config import (
     apply_static_defaults,
     pods_differ_semantically,
 )
-from podledger.types import CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION
+from podledger.types import CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION, JSONDict
 from tests import pods
 
-JSONDict = dict[str, Any]
 SRC = "test"
 NOW = "2026-01-01T10:00:00Z"
 LATER = "2026-01-01T10:05:00Z"
@@ -67,7 +65,7 @@ def expect(got: list[MergedUpdate], *expected: tuple[str, list[JSONDict]]) -> No
             assert (w.get("status") or {}) == (h.get("status") or {})
 
 
-def test_new_pod_added() -> None:
+def test_TestNewPodAdded() -> None:
     storage = PodStorage()
     got = storage.merge(SRC, "ADD", [valid_pod("foo")], NOW)
     expect(got, ("ADD", [valid_pod("foo")]))
@@ -80,7 +78,7 @@ def test_new_pod_added() -> None:
     assert names(synced) == ["foo"]
 
 
-def test_new_pod_added_updated_removed() -> None:
+def test_TestNewPodAddedUpdatedRemoved() -> None:
     storage = PodStorage()
     expect(storage.merge(SRC, "ADD", [valid_pod("foo")], NOW), ("ADD", [valid_pod("foo")]))
     # An identical ADD changes nothing.
@@ -95,7 +93,7 @@ def test_new_pod_added_updated_removed() -> None:
     assert storage.merge(SRC, "REMOVE", [valid_pod("foo")], LATER) == []
 
 
-def test_new_pod_added_delete() -> None:
+def test_TestNewPodAddedDelete() -> None:
     storage = PodStorage()
     expect(storage.merge(SRC, "ADD", [valid_pod("foo")], NOW), ("ADD", [valid_pod("foo")]))
 
@@ -109,7 +107,7 @@ def test_new_pod_added_delete() -> None:
     assert "foonew" in storage.pods[SRC]
 
 
-def test_new_pod_added_updated_set() -> None:
+def test_TestNewPodAddedUpdatedSet() -> None:
     storage = PodStorage()
     first = [valid_pod("foo"), valid_pod("foo2"), valid_pod("foo3")]
     expect(storage.merge(SRC, "ADD", first, NOW), ("ADD", first))
@@ -121,7 +119,7 @@ def test_new_pod_added_updated_set() -> None:
 
 
 @pytest.mark.parametrize("op", ["ADD", "SET"])
-def test_new_pod_added_set_reconciled(op: str) -> None:
+def test_TestNewPodAddedSetReconciled(op: str) -> None:
     def fresh(touch_status: bool, touch_spec: bool) -> list[JSONDict]:
         pods = [valid_pod("changeable-pod-0"), valid_pod("constant-pod-1"), valid_pod("constant-pod-2")]
         if touch_status:
@@ -147,7 +145,7 @@ def test_new_pod_added_set_reconciled(op: str) -> None:
     assert got[0].pods[0]["status"] == {"message": "touched again"}
 
 
-def test_initial_empty_set() -> None:
+def test_TestInitialEmptySet() -> None:
     storage = PodStorage()
     assert storage.merge(SRC, "SET", [], NOW) == [MergedUpdate("ADD", SRC, ())]
     # Only the first SET signals readiness.
@@ -163,7 +161,7 @@ def test_first_set_with_only_removals_still_signals_ready() -> None:
     assert [(u.op, len(u.pods)) for u in got] == [("REMOVE", 1), ("ADD", 0)]
 
 
-def test_pod_update_annotations() -> None:
+def test_TestPodUpdateAnnotations() -> None:
     storage = PodStorage()
     pod = valid_pod("foo2")
     pod["metadata"]["annotations"] = {"kubernetes.io/blah": "blah"}
@@ -184,7 +182,7 @@ def test_pod_update_annotations() -> None:
     assert "kubernetes.io/blah" not in got[0].pods[0]["metadata"]["annotations"]
 
 
-def test_pod_update_labels() -> None:
+def test_TestPodUpdateLabels() -> None:
     storage = PodStorage()
     pod = valid_pod("foo2")
     pod["metadata"]["labels"] = {"key": "value"}

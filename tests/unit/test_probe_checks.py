@@ -1,4 +1,5 @@
-"""The probe handlers against real endpoints on loopback, and one Prober end to end (spec R3.3).
+"""The probe handlers against real endpoints on loopback, and one Prober end to end
+(docs/kubelet-rules.md, "Running a probe").
 
 An HTTP(S) server in a thread, listening and closed TCP ports, local processes for exec, and an in-process
 grpc.aio server implementing grpc.health.v1.Health with a generic handler: nothing is mocked.

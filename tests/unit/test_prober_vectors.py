@@ -1,4 +1,4 @@
-"""Test vectors for probe workers and the probe manager (spec §3 R3.1-R3.4, §7.3).
+"""Test vectors for probe workers and the probe manager (docs/kubelet-rules.md, "Prober").
 
 test_Test* functions carry the names of upstream's worker_test.go and prober_manager_test.go cases. The
 worker vectors drive the pure halves of doProbe (before_probe / after_probe) with a fake probe result and
@@ -28,10 +28,8 @@ from podledger.agents.prober.specs import probe_termination_grace_seconds, worke
 from podledger.agents.prober.worker import after_probe, apply_ops, before_probe, verdict_for
 from podledger.schemas import decode, encode, models
 from podledger.streams.status import apply_probe_results, rfc3339
-from podledger.types import ProbeResult, ProbeType
+from podledger.types import JSONDict, ProbeResult, ProbeType
 from tests import pods
-
-JSONDict = dict[str, Any]
 
 NOW = 1_800_000_000.0
 UID = "pod-uid-1"
@@ -343,7 +341,7 @@ def test_probe_error_is_discarded() -> None:
 
 
 def test_only_changes_are_reported() -> None:
-    """R3.1: the initial value on a new ID is a change; repeating a result is not; remove is silent."""
+    """Results manager: a new ID's first value is a change; a repeat is not; remove is silent."""
     w = Worker(ProbeType.READINESS)
     w.status = running_status(True)
     for _ in range(5):
@@ -368,7 +366,7 @@ def test_results_manager_set_and_remove() -> None:
     assert cache.set("a", ProbeResult.FAILURE) is True  # after a remove the ID is new again
 
 
-# --------------------------------------------------------------------------- probe execution (R3.3)
+# ------------------------------------------------------------- probe execution (runProbeWithRetries)
 
 
 class ScriptedCheck:

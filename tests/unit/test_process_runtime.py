@@ -22,8 +22,8 @@ from podledger import schemas
 from podledger.agents.runtime.base import Runtime
 from podledger.agents.runtime.process import ProcessRuntime
 from podledger.local import alive
+from podledger.types import JSONDict
 
-JSONDict = dict[str, Any]
 T = TypeVar("T")
 PY = sys.executable
 UID = "pod-1"

@@ -1,4 +1,4 @@
-"""Issue 2, point 5: every model round-trips and validates against its v1 JSON Schema."""
+"""Every model round-trips and validates against its v1 JSON Schema."""
 
 from __future__ import annotations
 

@@ -20,10 +20,9 @@ from podledger.agents.runtime.sim import (
     ANNOTATION_START_DELAY,
     SimRuntime,
 )
-from podledger.types import PlegEventType
+from podledger.types import JSONDict, PlegEventType
 from tests import pods
 
-JSONDict = dict[str, Any]
 T = TypeVar("T")
 T0 = 1_700_000_000.0  # 2023-11-14T22:13:20Z
 

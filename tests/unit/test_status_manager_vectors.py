@@ -1,4 +1,5 @@
-"""Spec §7.5 (fold side) and §7.4's status-conversion vectors, named after the upstream tests."""
+"""The status manager's fold-side rules (status_manager_test.go) and the container status conversion
+(kubelet_pods_test.go), named after the upstream tests."""
 
 from __future__ import annotations
 
@@ -46,19 +47,19 @@ UNKNOWN = {"exitCode": 137, "reason": "ContainerStatusUnknown", "message": gen.G
 # ----------------------------------------------------------------- 1-2: versions, startTime, LTT
 
 
-def test_new_status() -> None:
+def test_TestNewStatus() -> None:
     update = sm.set_pod_status(pod(), None, 0, {"phase": "Pending", "conditions": []}, NOW)
     assert update.version == 1 and update.status is not None
     assert update.status["startTime"] == NOW
 
 
-def test_new_status_preserves_pod_start_time() -> None:
+def test_TestNewStatusPreservesPodStartTime() -> None:
     p = pod(status={"startTime": "2025-12-31T00:00:00Z"})
     update = sm.set_pod_status(p, None, 0, {"phase": "Running"}, NOW)
     assert update.status is not None and update.status["startTime"] == "2025-12-31T00:00:00Z"
 
 
-def test_changed_status_keeps_start_time() -> None:
+def test_TestChangedStatusKeepsStartTime() -> None:
     first = sm.set_pod_status(
         pod(), None, 0, {"phase": "Pending", "startTime": "2026-01-01T10:00:00.123456Z"}, NOW
     )
@@ -67,19 +68,19 @@ def test_changed_status_keeps_start_time() -> None:
     assert second.status is not None and second.status["startTime"] == NOW and second.version == 2
 
 
-def test_changed_status() -> None:
+def test_TestChangedStatus() -> None:
     first = sm.set_pod_status(pod(), None, 0, {"phase": "Pending"}, NOW)
     second = sm.set_pod_status(pod(), first.status, first.version, {"phase": "Running"}, NOW)
     assert (first.version, second.version) == (1, 2)
 
 
-def test_unchanged_status() -> None:
+def test_TestUnchangedStatus() -> None:
     first = sm.set_pod_status(pod(), None, 0, {"phase": "Running"}, NOW)
     again = sm.set_pod_status(pod(), first.status, first.version, {"phase": "Running"}, LATER)
     assert again.status is None and again.version == 1
 
 
-def test_unchanged_status_preserves_last_transition_time() -> None:
+def test_TestUnchangedStatusPreservesLastTransitionTime() -> None:
     first = sm.set_pod_status(pod(), None, 0, {"conditions": [ready_condition("True")]}, NOW)
     again = sm.set_pod_status(
         pod(), first.status, first.version, {"conditions": [ready_condition("True")]}, LATER
@@ -115,7 +116,7 @@ def test_a_pod_being_deleted_gets_a_version_for_every_set() -> None:
 # ----------------------------------------------------------------- 6: equality
 
 
-def test_status_equality() -> None:
+def test_TestStatusEquality() -> None:
     base = {
         "containerStatuses": [running("a"), running("b"), running("c")],
         "initContainerStatuses": [terminated("i1", 0), terminated("i2", 0)],
@@ -163,7 +164,7 @@ def _messages(n: int, sizes: tuple[int, ...]) -> dict[str, Any]:
     return {"containerStatuses": statuses}
 
 
-def test_status_normalization_enforces_max_bytes() -> None:
+def test_TestStatusNormalizationEnforcesMaxBytes() -> None:
     status = _messages(48, (192, 200, 208))
     normalized = sm.normalize_status(pod(containers=()), status)  # 0 spec containers: budget 12288
     assert [len(cs["state"]["terminated"]["message"]) for cs in normalized["containerStatuses"]] == [
@@ -258,7 +259,7 @@ def state(cs: dict[str, Any]) -> Any:
         "init-W-succeeded",
     ],
 )
-def test_terminate_pod_default_unknown_status(
+def test_TestTerminatePod_DefaultUnknownStatus(
     init: list[dict[str, Any]],
     regular: list[dict[str, Any]],
     expect_init: list[Any],
@@ -291,7 +292,7 @@ def test_terminate_pod_default_unknown_status(
         ("Failed", "Failed"),
     ],
 )
-def test_terminate_pod_ensure_pod_phase_is_terminal(phase: str, expected: str) -> None:
+def test_TestTerminatePod_EnsurePodPhaseIsTerminal(phase: str, expected: str) -> None:
     assert _term(pod(status={"phase": phase}))["phase"] == expected
 
 
@@ -339,10 +340,10 @@ def test_illegal_transition_drops_the_update_without_a_version() -> None:
     assert dropped.status is None and dropped.version == 1 and "illegal transition" in (dropped.dropped or "")
 
 
-# ----------------------------------------------------------------- §7.4 conversion and generation
+# ----------------------------------------------------------------- conversion and generation
 
 
-def test_convert_to_api_container_statuses() -> None:
+def test_TestConvertToAPIContainerStatuses() -> None:
     old = [running("A"), running("B")]
     for deleted, restarts in ((False, 1), (True, 0)):
         p = pod(containers=("A", "B"), metadata=DELETING if deleted else None)

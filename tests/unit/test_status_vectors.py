@@ -1,10 +1,11 @@
-"""Test vectors for pod phase and the kubelet-owned pod conditions (spec §4 R4.1, R4.2, R4.9-R4.11, §7.4).
+"""Test vectors for pod phase and the kubelet-owned pod conditions (docs/kubelet-rules.md, "Phase" and
+"Conditions").
 
 Each parametrize list carries the name of the upstream kubernetes test whose inputs it reproduces
-(kubelet_pods_test.go, status/generate_test.go); the `*_EXTRA` lists are cases derived from the rule
-text of the spec that the upstream tables do not cover.
+(kubelet_pods_test.go, status/generate_test.go); the `*_EXTRA` lists are podledger's own cases for rules
+the upstream tables do not cover.
 
-Notation in the case ids follows the spec's table: R running, W waiting, S stopped (terminated, exit 0),
+Notation in the case ids: R running, W waiting, S stopped (terminated, exit 0),
 OK terminated exit 0, F terminated exit -1, WL waiting with a last termination, st started, T terminal.
 """
 
@@ -57,7 +58,7 @@ def running(name: str, started: bool | None = None, ready: bool = False) -> JSON
 
 
 def waiting(name: str, last_exit: int | None = None, reason: str = "") -> JSONDict:
-    """Waiting; with `last_exit` it carries lastState.terminated (a crash loop, spec's WL)."""
+    """Waiting; with `last_exit` it carries lastState.terminated (a crash loop, WL in case ids)."""
     state: JSONDict = {"waiting": {"reason": reason} if reason else {}}
     last = None if last_exit is None else {"terminated": {"exitCode": last_exit}}
     return _status(name, state, last)
@@ -129,7 +130,7 @@ ALWAYS_HAS_RUN = make_pod(containers=(A,), init_containers=(X, sidecar(Y)), rest
 
 
 # --------------------------------------------------------------------------------------------------
-# getPhase (R4.1 / R4.2). Case: (init_statuses, statuses, pod_is_terminal, expected phase)
+# getPhase. Case: (init_statuses, statuses, pod_is_terminal, expected phase)
 # --------------------------------------------------------------------------------------------------
 
 PhaseCase = tuple[list[JSONDict] | None, list[JSONDict] | None, bool, str]
@@ -264,7 +265,7 @@ def test_pod_phase_with_restart_always_restartable_init_containers(
     assert _phase(ALWAYS_SIDECAR, init, regular, terminal) == expected
 
 
-# Spec §7.4 gives Pending for the first two rows even though containerA has started: a plain init
+# Upstream expects Pending for the first two rows even though containerA has started: a plain init
 # container that is still running keeps the pod Pending (upstream counts plain-init and sidecar
 # "pending" separately; only the sidecar count is waived once a regular container has started).
 TEST_POD_PHASE_WITH_RESTART_ALWAYS_AND_POD_HAS_RUN: list[Any] = [
@@ -310,7 +311,8 @@ def test_pod_phase_with_restart_never_restartable_init_containers(
     assert _phase(NEVER_SIDECAR, init, regular, terminal) == expected
 
 
-# Extra phase cases from the rule text of R4.1 / R4.2. Case: (pod, init, regular, terminal, expected)
+# Our own phase cases, for branches of getPhase the upstream tables leave out.
+# Case: (pod, init, regular, terminal, expected)
 STATIC_ALWAYS = make_pod(restart_policy="Always", source="file")
 STATIC_NEVER = make_pod(restart_policy="Never", source="file")
 STATIC_ON_FAILURE = make_pod(restart_policy="OnFailure", source="http")
@@ -367,7 +369,8 @@ def test_pod_phase_extra_rules(
 
 
 # --------------------------------------------------------------------------------------------------
-# ContainersReady (R4.9). Case: (pod, init_statuses, statuses, phase, expected condition)
+# ContainersReady (GenerateContainersReadyCondition).
+# Case: (pod, init_statuses, statuses, phase, expected condition)
 # --------------------------------------------------------------------------------------------------
 
 
@@ -528,7 +531,8 @@ def test_containers_ready_condition_extra_rules(
 
 
 # --------------------------------------------------------------------------------------------------
-# Ready (R4.10). Case: (pod, conditions, init_statuses, statuses, phase, expected condition)
+# Ready (GeneratePodReadyCondition).
+# Case: (pod, conditions, init_statuses, statuses, phase, expected condition)
 # --------------------------------------------------------------------------------------------------
 
 
@@ -716,7 +720,8 @@ def test_pod_ready_condition_extra_rules(
 
 
 # --------------------------------------------------------------------------------------------------
-# Initialized (R4.11). Case: (pod, init_statuses, statuses, phase, expected condition)
+# Initialized (GeneratePodInitializedCondition).
+# Case: (pod, init_statuses, statuses, phase, expected condition)
 # --------------------------------------------------------------------------------------------------
 
 
