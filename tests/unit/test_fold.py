@@ -8,12 +8,11 @@ import copy
 
 from podledger.schemas import decode, models
 from podledger.streams.fold import Coordinates, HoldLimits, fold_event
+from podledger.types import JSONDict
+from tests import pods
 
 T0 = 1_763_700_000_000  # ms
-POD = {
-    "metadata": {"uid": "u-1", "name": "web", "namespace": "default"},
-    "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "app:1"}]},
-}
+POD = pods.pod(("c",), name="web", uid="u-1", node="n1", image="app:1")
 
 
 def update(op: str, pod: dict | None = None) -> models.PodUpdate:
@@ -211,13 +210,13 @@ def test_held_event_older_than_the_partition_clock_expires_in_its_own_batch() ->
     assert fold.batch.changed[b"stranger"][1]["held"] == []
 
 
-def _two_container_pod() -> dict:
-    pod = copy.deepcopy(POD)
-    pod["spec"]["containers"] = [
-        {"name": "c1", "image": "a", "readinessProbe": {"exec": {"command": ["true"]}}},
-        {"name": "c2", "image": "b", "readinessProbe": {"exec": {"command": ["true"]}}},
+def _two_container_pod() -> JSONDict:
+    probe = {"exec": {"command": ["true"]}}
+    containers = [
+        pods.container("c1", "a", readinessProbe=probe),
+        pods.container("c2", "b", readinessProbe=probe),
     ]
-    return pod
+    return pods.pod(containers, name="web", uid="u-1", node="n1")
 
 
 def _running_runtime(*names: str) -> dict:

@@ -12,13 +12,9 @@ import orjson
 import pytest
 
 from podledger.schemas import DecodeError, codec, decode, encode, models, schema
+from tests import pods
 
-POD = {
-    "apiVersion": "v1",
-    "kind": "Pod",
-    "metadata": {"name": "web", "namespace": "default", "uid": "3c1f2f9e-1111-4a2b-9c3d-000000000001"},
-    "spec": {"containers": [{"name": "c", "image": "app:1"}]},
-}
+POD = pods.pod(("c",), name="web", uid="3c1f2f9e-1111-4a2b-9c3d-000000000001", image="app:1")
 UID = POD["metadata"]["uid"]
 CAUSE = models.Cause("pod-updates:ADD", "pod-updates", 2, 41, 1_700_000_000_000)
 
