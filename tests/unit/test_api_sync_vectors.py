@@ -4,6 +4,7 @@ pkg/kubelet/status/status_manager_test.go and pkg/util/pod/pod_test.go, plus str
 from __future__ import annotations
 
 import copy
+from functools import partial
 from typing import Any
 
 import orjson
@@ -15,6 +16,9 @@ from tests import pods
 
 NOW = "2026-01-01T10:00:00Z"
 EARLIER = "2025-12-31T09:00:00Z"
+
+# The API pod of upstream's status manager tests: "foo" in namespace "new", uid 12345678.
+make_pod = partial(pods.pod, name="foo", namespace="new", uid="12345678")
 
 
 def cond(type_: str, status: str = "True", reason: str = "", **extra: Any) -> JSONDict:
@@ -571,11 +575,7 @@ def test_strategic_patch_round_trips(api: JSONDict, merged: JSONDict) -> None:
 
 
 def reconcile_pod(status: JSONDict) -> JSONDict:
-    return {
-        "metadata": {"uid": "12345678", "name": "foo", "namespace": "new"},
-        "spec": {"containers": [{"name": "c"}]},
-        "status": status,
-    }
+    return make_pod(status=status)
 
 
 def cached_status() -> JSONDict:
@@ -650,9 +650,7 @@ def test_TestReconcilePodStatus_does_not_mutate_inputs() -> None:
 
 
 def api_pod(phase: str, *, deleting: bool = True, mirror: bool = False, uid: str = "12345678") -> JSONDict:
-    return pods.pod(
-        name="foo",
-        namespace="new",
+    return make_pod(
         uid=uid,
         metadata={"deletionTimestamp": NOW} if deleting else None,
         annotations={CONFIG_SOURCE_ANNOTATION: "api", CONFIG_MIRROR_ANNOTATION: "mirror"} if mirror else None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import copy
+from functools import partial
 
 from podledger.schemas import decode, models
 from podledger.streams.fold import Coordinates, HoldLimits, fold_event
@@ -12,7 +13,9 @@ from podledger.types import JSONDict
 from tests import pods
 
 T0 = 1_763_700_000_000  # ms
-POD = pods.pod(("c",), name="web", uid="u-1", node="n1", image="app:1")
+# The fold's test pods: "web" in namespace default, uid u-1, on node n1.
+make_pod = partial(pods.pod, name="web", uid="u-1", node="n1")
+POD = make_pod(("c",), image="app:1")
 
 
 def update(op: str, pod: dict | None = None) -> models.PodUpdate:
@@ -216,7 +219,7 @@ def _two_container_pod() -> JSONDict:
         pods.container("c1", "a", readinessProbe=probe),
         pods.container("c2", "b", readinessProbe=probe),
     ]
-    return pods.pod(containers, name="web", uid="u-1", node="n1")
+    return make_pod(containers)
 
 
 def _running_runtime(*names: str) -> dict:

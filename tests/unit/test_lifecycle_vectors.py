@@ -47,7 +47,7 @@ def test_grace_period_liveness_kill_while_deleting_uses_deletion_grace() -> None
     assert liveness_kill_grace(30, 5, 20) == 20
 
 
-# Derived cases around the vectors.
+# podledger's own cases: defaults, combined requests and edge values of the same rules.
 
 
 def test_grace_period_spec_used_when_nothing_requested() -> None:

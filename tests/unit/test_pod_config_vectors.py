@@ -39,12 +39,7 @@ def valid_pod(name: str, namespace: str = "new") -> JSONDict:
 
 def other_containers(pod: JSONDict) -> JSONDict:
     pod["spec"]["containers"] = [
-        {
-            "name": "bar",
-            "image": "test",
-            "imagePullPolicy": "IfNotPresent",
-            "terminationMessagePolicy": "File",
-        }
+        pods.container("bar", "test", imagePullPolicy="IfNotPresent", terminationMessagePolicy="File")
     ]
     return pod
 
@@ -254,12 +249,8 @@ def test_sources_ready() -> None:
 
 
 def manifest(image: str = "nginx:1.25") -> JSONDict:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "web"},
-        "spec": {"containers": [{"name": "web", "image": image}]},
-    }
+    """A static pod manifest as written: no uid, and an empty namespace that the defaults fill in."""
+    return pods.pod(("web",), name="web", namespace="", uid=None, image=image)
 
 
 def test_static_defaults_file_pod() -> None:

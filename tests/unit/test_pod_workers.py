@@ -2,7 +2,7 @@
 
 These drive `PodWorkers.apply_update/apply_lifecycle` (what the node agent calls while replaying its
 log) and `ApiserverSource._handle` (what a listing turns into), with the sim runtime and a list as the
-publisher; the Kafka round trips are covered by tests/test_node_agent.py.
+publisher; the Kafka round trips are covered by tests/integration/test_node_agent.py.
 """
 
 from __future__ import annotations

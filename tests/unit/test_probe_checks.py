@@ -29,6 +29,7 @@ from podledger.local import free_port
 from podledger.schemas import decode, encode, models
 from podledger.streams.status import rfc3339
 from podledger.types import ProbeResult, ProbeType
+from tests import pods
 
 # A self-signed certificate for the HTTPS case (probes never verify certificates).
 TEST_CERT = """-----BEGIN CERTIFICATE-----
@@ -381,22 +382,16 @@ def test_health_messages_round_trip() -> None:
 def test_prober_end_to_end_against_a_flipping_http_server(http_server: Server) -> None:
     """Readiness against a real server: the initial Failure (a new container ID), then one change per
     flip, and nothing for the many unchanged probes in between."""
-    pod = {
-        "metadata": {"uid": "e2e-uid", "name": "web", "namespace": "default"},
-        "spec": {
-            "containers": [
-                {
-                    "name": "web",
-                    "ports": [{"name": "http", "containerPort": http_server.port}],
-                    "readinessProbe": {
-                        "httpGet": {"port": "http", "path": "/flip"},
-                        "periodSeconds": 0.05,
-                        "failureThreshold": 1,
-                    },
-                }
-            ]
+    web = pods.container(
+        "web",
+        ports=[{"name": "http", "containerPort": http_server.port}],
+        readinessProbe={
+            "httpGet": {"port": "http", "path": "/flip"},
+            "periodSeconds": 0.05,
+            "failureThreshold": 1,
         },
-    }
+    )
+    pod = pods.pod([web], name="web", uid="e2e-uid")
     status = {
         "phase": "Running",
         "podIP": "127.0.0.1",
@@ -459,10 +454,7 @@ def test_stop_interrupts_the_wait_between_probes() -> None:
 
     async def scenario() -> float:
         prober = Prober("node-1")
-        pod = {
-            "metadata": {"uid": "u"},
-            "spec": {"containers": [{"name": "c", "livenessProbe": {"exec": {"command": ["true"]}}}]},
-        }
+        pod = pods.pod([pods.container("c", livenessProbe={"exec": {"command": ["true"]}})], uid="u")
         prober.add_pod(pod)
         await asyncio.sleep(0.05)
         started = time.monotonic()

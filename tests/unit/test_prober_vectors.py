@@ -39,12 +39,24 @@ ALL_TYPES = (ProbeType.LIVENESS, ProbeType.READINESS, ProbeType.STARTUP)
 
 
 def container_with(probe_type: str, **probe: Any) -> JSONDict:
-    return {"name": NAME, f"{probe_type}Probe": {"exec": {"command": ["true"]}, **probe}}
+    return pods.container(NAME, **{f"{probe_type}Probe": {"exec": {"command": ["true"]}, **probe}})
 
 
-def pod_with(*containers: JSONDict, restart_policy: str = "Never", uid: str = UID) -> JSONDict:
+def pod_with(
+    *containers: JSONDict,
+    init_containers: tuple[JSONDict, ...] = (),
+    restart_policy: str | None = "Never",
+    uid: str = UID,
+) -> JSONDict:
     # upstream's test pod has restartPolicy Never, which is what makes a terminated container final
-    return pods.pod(containers, name="test_pod", namespace="test", uid=uid, restart_policy=restart_policy)
+    return pods.pod(
+        containers,
+        init_containers,
+        name="test_pod",
+        namespace="test",
+        uid=uid,
+        restart_policy=restart_policy,
+    )
 
 
 def running_status(started: bool, *, started_at: float = NOW, cid: str = CID, name: str = NAME) -> JSONDict:
@@ -190,10 +202,7 @@ def test_terminated_sidecar_keeps_the_worker_under_restart_policy_never() -> Non
     """Sidecars are restarted whatever the pod's policy, so their workers go on (upstream worker.go)."""
     w = Worker(ProbeType.READINESS)
     w.container["restartPolicy"] = "Always"
-    w.pod = {
-        "metadata": {"uid": UID},
-        "spec": {"initContainers": [w.container], "containers": [], "restartPolicy": "Never"},
-    }
+    w.pod = pod_with(init_containers=(w.container,), restart_policy="Never")
     status = _status_case("container terminated", ProbeType.READINESS)
     assert status is not None
     status["initContainerStatuses"] = status.pop("containerStatuses")
@@ -414,7 +423,7 @@ def test_execute_probe_retries_only_on_error(
 
 def test_execute_probe_without_a_spec_is_success() -> None:
     check = ScriptedCheck(CheckOutcome(ProbeResult.FAILURE))
-    verdict = asyncio.run(execute_probe(ProbeType.READINESS, {"name": NAME}, check=check))
+    verdict = asyncio.run(execute_probe(ProbeType.READINESS, pods.container(NAME), check=check))
     assert (verdict.result, check.calls) == (ProbeResult.SUCCESS, 0)
 
 
@@ -482,14 +491,14 @@ async def eventually(condition: Callable[[], bool], timeout: float = 3.0) -> Non
 
 
 def test_TestAddRemovePods() -> None:
-    no_probes = pod_with({"name": "no_probe1"}, {"name": "no_probe2"}, uid="no_probe_pod")
+    no_probes = pod_with(pods.container("no_probe1"), pods.container("no_probe2"), uid="no_probe_pod")
     with_probes = pod_with(
         probed("probe1", ProbeType.READINESS),
         probed("readiness", ProbeType.READINESS),
         probed("liveness", ProbeType.LIVENESS),
         probed("startup", ProbeType.STARTUP),
         probed("all", *ALL_TYPES),
-        {"name": "no_probe"},
+        pods.container("no_probe"),
         uid="probed_pod",
     )
     expected = {
@@ -519,16 +528,15 @@ def test_TestAddRemovePods() -> None:
 
 
 def test_TestAddRemovePodsWithRestartableInitContainer() -> None:
-    pod = {
-        "metadata": {"uid": "restartable_init_container_pod"},
-        "spec": {
-            "initContainers": [
-                probed("init", *ALL_TYPES),  # plain init containers never get workers
-                probed("sidecar", ProbeType.READINESS, ProbeType.LIVENESS, init_policy="Always"),
-            ],
-            "containers": [{"name": "main"}],
-        },
-    }
+    pod = pod_with(
+        pods.container("main"),
+        init_containers=(
+            probed("init", *ALL_TYPES),  # plain init containers never get workers
+            probed("sidecar", ProbeType.READINESS, ProbeType.LIVENESS, init_policy="Always"),
+        ),
+        restart_policy=None,
+        uid="restartable_init_container_pod",
+    )
     assert [(name, t) for name, t, _ in workers_for_pod(pod)] == [
         ("sidecar", ProbeType.READINESS),
         ("sidecar", ProbeType.LIVENESS),
@@ -826,17 +834,14 @@ INIT_CONTAINER_CASES = {
 @pytest.mark.parametrize(("kind", "name"), list(INIT_CONTAINER_CASES))
 def test_TestUpdatePodStatusWithInitContainers(kind: str, name: str) -> None:
     policy = "Always" if kind == "sidecar" else None
-    pod = {
-        "metadata": {"uid": UID},
-        "spec": {
-            "initContainers": [
-                probed("not_started_container", ProbeType.STARTUP, init_policy=policy),
-                probed("started_container", ProbeType.STARTUP, init_policy=policy),
-                probed("terminated_container", init_policy=policy),
-            ],
-            "containers": [],
-        },
-    }
+    pod = pod_with(
+        init_containers=(
+            probed("not_started_container", ProbeType.STARTUP, init_policy=policy),
+            probed("started_container", ProbeType.STARTUP, init_policy=policy),
+            probed("terminated_container", init_policy=policy),
+        ),
+        restart_policy=None,
+    )
     status = {
         "phase": "Running",
         "initContainerStatuses": [

@@ -23,11 +23,12 @@ from podledger.agents.runtime.base import Runtime
 from podledger.agents.runtime.process import ProcessRuntime
 from podledger.local import alive
 from podledger.types import JSONDict
+from tests import pods
 
 T = TypeVar("T")
 PY = sys.executable
 UID = "pod-1"
-POD: JSONDict = {"metadata": {"uid": UID, "name": "p", "namespace": "default"}}
+POD = pods.pod(name="p", uid=UID)
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:

@@ -45,7 +45,7 @@ def make_pod(uid: str = "pod-1", **annotations: str) -> JSONDict:
     return pods.pod(("app",), name=uid, uid=uid, image="busybox:1.36", annotations=annotations)
 
 
-APP: JSONDict = {"name": "app", "image": "busybox:1.36"}
+APP = pods.container("app", "busybox:1.36")
 
 
 def started(rt: SimRuntime, pod: JSONDict, container: JSONDict = APP, attempt: int = 0) -> str:
@@ -138,7 +138,7 @@ def test_per_container_annotation_overrides_pod_level() -> None:
     rt = SimRuntime(clock=FakeClock())
     pod = make_pod(**{ANNOTATION_RUN_SECONDS: "1", f"{ANNOTATION_RUN_SECONDS}.sidecar": "1000"})
     app = started(rt, pod, APP)
-    side = started(rt, pod, {"name": "sidecar", "image": "busybox:1.36"})
+    side = started(rt, pod, pods.container("sidecar", "busybox:1.36"))
     assert container(rt, T0 + 100, app)["state"] == "exited"
     assert container(rt, T0 + 100, side)["state"] == "running"
 

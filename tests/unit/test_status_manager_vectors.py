@@ -44,7 +44,7 @@ def terminated(name: str, code: int) -> dict[str, Any]:
 UNKNOWN = {"exitCode": 137, "reason": "ContainerStatusUnknown", "message": gen.GONE_WHEN_TERMINATED}
 
 
-# ----------------------------------------------------------------- 1-2: versions, startTime, LTT
+# ----------------------------------------------------------------- versions, startTime, lastTransitionTime
 
 
 def test_TestNewStatus() -> None:
@@ -113,7 +113,7 @@ def test_a_pod_being_deleted_gets_a_version_for_every_set() -> None:
     assert (first.version, second.version) == (1, 2)
 
 
-# ----------------------------------------------------------------- 6: equality
+# ----------------------------------------------------------------- equality (isPodStatusByKubeletEqual)
 
 
 def test_TestStatusEquality() -> None:
@@ -151,7 +151,7 @@ def test_equality_ignores_times_and_null_versus_missing() -> None:
     )
 
 
-# ----------------------------------------------------------------- 7: normalization
+# ----------------------------------------------------------------- normalization (normalizeStatus)
 
 
 def _messages(n: int, sizes: tuple[int, ...]) -> dict[str, Any]:
@@ -213,7 +213,7 @@ def test_normalization_truncates_times_to_seconds() -> None:
     assert status["startTime"].endswith(".999Z")  # the input is not modified
 
 
-# ----------------------------------------------------------------- 9-10: TerminatePod
+# ----------------------------------------------------------------- TerminatePod
 
 
 def _term(p: dict[str, Any]) -> dict[str, Any]:
@@ -300,7 +300,7 @@ def test_terminate_pod_leaves_static_pods_phase_alone() -> None:
     assert _term(pod(status={"phase": "Running"}, source="file"))["phase"] == "Running"
 
 
-# ----------------------------------------------------------------- 17: checkContainerStateTransition
+# ----------------------------------------------------------------- checkContainerStateTransition
 
 
 @pytest.mark.parametrize(

@@ -1,9 +1,9 @@
 """Test vectors for pod phase and the kubelet-owned pod conditions (docs/kubelet-rules.md, "Phase" and
 "Conditions").
 
-Each parametrize list carries the name of the upstream kubernetes test whose inputs it reproduces
-(kubelet_pods_test.go, status/generate_test.go); the `*_EXTRA` lists are podledger's own cases for rules
-the upstream tables do not cover.
+Each test_Test* function reproduces the upstream kubernetes test of that name (kubelet_pods_test.go,
+status/generate_test.go), with that test's inputs in the list named after it; the `*_EXTRA` lists are
+podledger's own cases for rules the upstream tables do not cover.
 
 Notation in the case ids: R running, W waiting, S stopped (terminated, exit 0),
 OK terminated exit 0, F terminated exit -1, WL waiting with a last termination, st started, T terminal.
@@ -155,7 +155,7 @@ TEST_POD_PHASE_WITH_RESTART_ALWAYS: list[Any] = [
 
 
 @pytest.mark.parametrize(("init", "regular", "terminal", "expected"), TEST_POD_PHASE_WITH_RESTART_ALWAYS)
-def test_pod_phase_with_restart_always(
+def test_TestPodPhaseWithRestartAlways(
     init: list[JSONDict] | None, regular: list[JSONDict] | None, terminal: bool, expected: str
 ) -> None:
     assert _phase(ALWAYS, init, regular, terminal) == expected
@@ -173,7 +173,7 @@ TEST_POD_PHASE_WITH_RESTART_NEVER: list[Any] = [
 
 
 @pytest.mark.parametrize(("init", "regular", "terminal", "expected"), TEST_POD_PHASE_WITH_RESTART_NEVER)
-def test_pod_phase_with_restart_never(
+def test_TestPodPhaseWithRestartNever(
     init: list[JSONDict] | None, regular: list[JSONDict] | None, terminal: bool, expected: str
 ) -> None:
     assert _phase(NEVER, init, regular, terminal) == expected
@@ -192,7 +192,7 @@ TEST_POD_PHASE_WITH_RESTART_ON_FAILURE: list[Any] = [
 
 
 @pytest.mark.parametrize(("init", "regular", "terminal", "expected"), TEST_POD_PHASE_WITH_RESTART_ON_FAILURE)
-def test_pod_phase_with_restart_on_failure(
+def test_TestPodPhaseWithRestartOnFailure(
     init: list[JSONDict] | None, regular: list[JSONDict] | None, terminal: bool, expected: str
 ) -> None:
     assert _phase(ON_FAILURE, init, regular, terminal) == expected
@@ -212,7 +212,7 @@ TEST_POD_PHASE_WITH_RESTART_ALWAYS_INIT_CONTAINERS: list[Any] = [
 @pytest.mark.parametrize(
     ("init", "regular", "terminal", "expected"), TEST_POD_PHASE_WITH_RESTART_ALWAYS_INIT_CONTAINERS
 )
-def test_pod_phase_with_restart_always_init_containers(
+def test_TestPodPhaseWithRestartAlwaysInitContainers(
     init: list[JSONDict] | None, regular: list[JSONDict] | None, terminal: bool, expected: str
 ) -> None:
     assert _phase(ALWAYS_INIT, init, regular, terminal) == expected
@@ -232,7 +232,7 @@ TEST_POD_PHASE_WITH_RESTART_NEVER_INIT_CONTAINERS: list[Any] = [
 @pytest.mark.parametrize(
     ("init", "regular", "terminal", "expected"), TEST_POD_PHASE_WITH_RESTART_NEVER_INIT_CONTAINERS
 )
-def test_pod_phase_with_restart_never_init_containers(
+def test_TestPodPhaseWithRestartNeverInitContainers(
     init: list[JSONDict] | None, regular: list[JSONDict] | None, terminal: bool, expected: str
 ) -> None:
     assert _phase(NEVER_INIT, init, regular, terminal) == expected
@@ -259,7 +259,7 @@ TEST_POD_PHASE_WITH_RESTART_ALWAYS_RESTARTABLE_INIT_CONTAINERS: list[Any] = [
     ("init", "regular", "terminal", "expected"),
     TEST_POD_PHASE_WITH_RESTART_ALWAYS_RESTARTABLE_INIT_CONTAINERS,
 )
-def test_pod_phase_with_restart_always_restartable_init_containers(
+def test_TestPodPhaseWithRestartAlwaysRestartableInitContainers(
     init: list[JSONDict] | None, regular: list[JSONDict] | None, terminal: bool, expected: str
 ) -> None:
     assert _phase(ALWAYS_SIDECAR, init, regular, terminal) == expected
@@ -279,7 +279,7 @@ TEST_POD_PHASE_WITH_RESTART_ALWAYS_AND_POD_HAS_RUN: list[Any] = [
 @pytest.mark.parametrize(
     ("init", "regular", "terminal", "expected"), TEST_POD_PHASE_WITH_RESTART_ALWAYS_AND_POD_HAS_RUN
 )
-def test_pod_phase_with_restart_always_and_pod_has_run(
+def test_TestPodPhaseWithRestartAlwaysAndPodHasRun(
     init: list[JSONDict] | None, regular: list[JSONDict] | None, terminal: bool, expected: str
 ) -> None:
     assert _phase(ALWAYS_HAS_RUN, init, regular, terminal) == expected
@@ -305,13 +305,15 @@ TEST_POD_PHASE_WITH_RESTART_NEVER_RESTARTABLE_INIT_CONTAINERS: list[Any] = [
 @pytest.mark.parametrize(
     ("init", "regular", "terminal", "expected"), TEST_POD_PHASE_WITH_RESTART_NEVER_RESTARTABLE_INIT_CONTAINERS
 )
-def test_pod_phase_with_restart_never_restartable_init_containers(
+def test_TestPodPhaseWithRestartNeverRestartableInitContainers(
     init: list[JSONDict] | None, regular: list[JSONDict] | None, terminal: bool, expected: str
 ) -> None:
     assert _phase(NEVER_SIDECAR, init, regular, terminal) == expected
 
 
-# Our own phase cases, for branches of getPhase the upstream tables leave out.
+# Our own phase cases, for branches of getPhase the upstream tables leave out. "rule N" in an id is
+# getPhase's rule N as docs/kubelet-rules.md ("Phase") numbers them; 5a-5e are rule 5's outcomes in the
+# order it lists them (terminal and not static; then Always, all succeeded, Never, OnFailure).
 # Case: (pod, init, regular, terminal, expected)
 STATIC_ALWAYS = make_pod(restart_policy="Always", source="file")
 STATIC_NEVER = make_pod(restart_policy="Never", source="file")
@@ -458,7 +460,7 @@ TEST_GENERATE_CONTAINERS_READY_CONDITION: list[Any] = [
 @pytest.mark.parametrize(
     ("pod", "init", "regular", "phase", "expected"), TEST_GENERATE_CONTAINERS_READY_CONDITION
 )
-def test_generate_containers_ready_condition(
+def test_TestGenerateContainersReadyCondition(
     pod: JSONDict, init: list[JSONDict] | None, regular: list[JSONDict] | None, phase: str, expected: JSONDict
 ) -> None:
     assert status_mod.containers_ready_condition(pod, init, regular, phase) == expected
@@ -469,7 +471,7 @@ SIDECAR_AND_REGULAR = make_pod(containers=("r",), init_containers=(sidecar("s"),
 PLAIN_INIT_AND_REGULAR = make_pod(containers=("regular-1",), init_containers=("init-1",))
 
 CONTAINERS_READY_EXTRA: list[Any] = [
-    # Step 4: Failed -> PodFailed, even when every container is ready ...
+    # A Failed pod gives PodFailed, even when every container is ready ...
     pytest.param(
         TWO,
         [],
@@ -478,9 +480,9 @@ CONTAINERS_READY_EXTRA: list[Any] = [
         cr("False", "PodFailed"),
         id="failed-all-ready",
     ),
-    # ... and even with unknown containers (step 4 has no "no unknown" clause).
+    # ... and even with unknown containers (unlike PodCompleted, PodFailed does not need "no unknown").
     pytest.param(TWO, [], [], "Failed", cr("False", "PodFailed"), id="failed-with-unknown"),
-    # Step 3 needs "no unknown": Succeeded with a missing container falls through to step 5.
+    # PodCompleted needs "no unknown": Succeeded with a missing container gives ContainersNotReady.
     pytest.param(
         TWO,
         [],
@@ -648,7 +650,7 @@ TEST_GENERATE_POD_READY_CONDITION: list[Any] = [
 @pytest.mark.parametrize(
     ("pod", "conditions", "init", "regular", "phase", "expected"), TEST_GENERATE_POD_READY_CONDITION
 )
-def test_generate_pod_ready_condition(
+def test_TestGeneratePodReadyCondition(
     pod: JSONDict,
     conditions: list[JSONDict],
     init: list[JSONDict] | None,
@@ -807,14 +809,14 @@ TEST_GENERATE_POD_INITIALIZED_CONDITION: list[Any] = [
 @pytest.mark.parametrize(
     ("pod", "init", "regular", "phase", "expected"), TEST_GENERATE_POD_INITIALIZED_CONDITION
 )
-def test_generate_pod_initialized_condition(
+def test_TestGeneratePodInitializedCondition(
     pod: JSONDict, init: list[JSONDict] | None, regular: list[JSONDict] | None, phase: str, expected: JSONDict
 ) -> None:
     assert status_mod.initialized_condition(pod, init, regular, phase) == expected
 
 
 INITIALIZED_EXTRA: list[Any] = [
-    # Step 1 needs init containers: with none, null statuses are simply True.
+    # UnknownContainerStatuses needs init containers: with none, null statuses are simply True.
     pytest.param(NO_INIT, None, None, "Running", ini("True"), id="no-init-null"),
     # Both message parts joined by ", ".
     pytest.param(
@@ -838,7 +840,7 @@ INITIALIZED_EXTRA: list[Any] = [
         ini("False", "ContainersNotInitialized", "containers with incomplete status: [1234 5678]"),
         id="two-incomplete",
     ),
-    # Step 3 needs "no unknown": Succeeded with a missing init status is not PodCompleted.
+    # PodCompleted needs "no unknown": Succeeded with a missing init status is not PodCompleted.
     pytest.param(
         ONE_INIT,
         [],
