@@ -132,14 +132,16 @@ def wait_for(
     )
 
 
-async def wait_for_async(check: Callable[[], Any], timeout: float = 30.0, what: str = "") -> Any:
+async def wait_for_async(
+    check: Callable[[], Any], timeout: float = 30.0, what: str = "", interval: float = 0.1
+) -> Any:
     """`wait_for` inside an event loop, for tests that run components in-process."""
     deadline = asyncio.get_running_loop().time() + timeout
     while asyncio.get_running_loop().time() < deadline:
         result = check()
         if result:
             return result
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(interval)
     raise AssertionError(f"timed out waiting for {what or check}")
 
 

@@ -9,31 +9,41 @@ import shutil
 from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
+from typing import TypeVar
 
 from podledger.local.apiserver import KubeHandle, start_kube
 from podledger.local.broker import KafkaHandle, start_kafka
 from podledger.local.processes import alive, port_open
 from podledger.paths import cache_dir
 
+H = TypeVar("H", KafkaHandle, KubeHandle)
+
 
 def _state_file(name: str) -> Path:
     return cache_dir() / "local" / f"{name}.json"
 
 
+def _saved(name: str, handle_type: type[H]) -> H | None:
+    """The handle `podledger local up` saved under `name`; None when absent or unreadable."""
+    try:
+        return handle_type(**json.loads(_state_file(name).read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
 def running_kafka() -> KafkaHandle | None:
     """The broker a previous `podledger local up` left running, if it still answers."""
-    try:
-        handle = KafkaHandle(**json.loads(_state_file("kafka").read_text()))
-    except (OSError, ValueError, TypeError):
+    handle = _saved("kafka", KafkaHandle)
+    if handle is None:
         return None
     port = int(handle.bootstrap.rsplit(":", 1)[1])
     return handle if alive(handle.pid) and port_open(port) else None
 
 
 def running_kube() -> KubeHandle | None:
-    try:
-        handle = KubeHandle(**json.loads(_state_file("kube").read_text()))
-    except (OSError, ValueError, TypeError):
+    """The apiserver (and etcd) a previous `podledger local up` left running, if it still answers."""
+    handle = _saved("kube", KubeHandle)
+    if handle is None:
         return None
     port = int(handle.server.rsplit(":", 1)[1])
     return handle if all(alive(p) for p in handle.pids) and port_open(port) else None

@@ -30,6 +30,7 @@ from podledger.schemas import decode, encode, models
 from podledger.streams.status import rfc3339
 from podledger.types import ProbeResult, ProbeType
 from tests import pods
+from tests.support import wait_for_async
 
 # A self-signed certificate for the HTTPS case (probes never verify certificates).
 TEST_CERT = """-----BEGIN CERTIFICATE-----
@@ -411,11 +412,9 @@ def test_prober_end_to_end_against_a_flipping_http_server(http_server: Server) -
         published.append(decode("probe-results", encode(change)))
 
     async def wait_for(count: int) -> None:
-        for _ in range(300):
-            if len(published) >= count:
-                return
-            await asyncio.sleep(0.01)
-        raise AssertionError(f"only {published} published")
+        await wait_for_async(
+            lambda: len(published) >= count, timeout=3.0, what=f"{count} published", interval=0.01
+        )
 
     async def probe_requests(extra: int) -> None:
         target = len(http_server.requests) + extra

@@ -30,6 +30,7 @@ from podledger.schemas import decode, encode, models
 from podledger.streams.status import apply_probe_results, rfc3339
 from podledger.types import JSONDict, ProbeResult, ProbeType
 from tests import pods
+from tests.support import wait_for_async
 
 NOW = 1_800_000_000.0
 UID = "pod-uid-1"
@@ -483,11 +484,7 @@ def probed(name: str, *types: str, init_policy: str | None = None, period: float
 
 
 async def eventually(condition: Callable[[], bool], timeout: float = 3.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        assert loop.time() < deadline, "condition not met in time"
-        await asyncio.sleep(0.01)
+    await wait_for_async(condition, timeout=timeout, interval=0.01)
 
 
 def test_TestAddRemovePods() -> None:
