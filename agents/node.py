@@ -23,12 +23,14 @@ from podledger.agents.kube import Kube
 from podledger.agents.mirror import MirrorPods
 from podledger.agents.pleg import Pleg, RelistTiming
 from podledger.agents.prober import CheckOutcome, CheckResult, Prober, run_check
+from podledger.agents.restriction import NodeRestriction
 from podledger.agents.runtime.base import Runtime
 from podledger.agents.sources import PodSource
 from podledger.agents.sources.pod_config import PodStorage
 from podledger.agents.worker.pod_worker import PodWorkers
 from podledger.config import Settings
 from podledger.kafka import Publisher, new_consumer, read_to_end
+from podledger.keys import load_node_keys
 from podledger.partitioner import partition_for_node
 from podledger.schemas import DecodeError, decode, models
 from podledger.streams.status import json_copy
@@ -90,6 +92,9 @@ class NodeAgent:
         self.runtime = runtime
         self.kube = kube
         self.publisher = Publisher(settings)
+        self.restriction = NodeRestriction(
+            self.node, load_node_keys(settings), kube, self.publisher.signer, self._apply_confirmed
+        )
         self.storage = PodStorage()
         self.mirrors = MirrorPods(kube, self.node) if kube is not None else None
         self.prober = Prober(
@@ -124,6 +129,9 @@ class NodeAgent:
         )
         self.partition = partition_for_node(self.node, settings.partitions)
         self.ready = asyncio.Event()  # set once the log is replayed and every agent runs
+
+    def _apply_confirmed(self, update: models.PodUpdate) -> None:
+        self.workers.apply_update(update)
 
     def _sources_ready(self) -> bool:
         return self.storage.sources_ready({source.name for source in self.sources})
@@ -226,6 +234,7 @@ class NodeAgent:
                 asyncio.ensure_future(self.pleg.run()),
                 asyncio.ensure_future(self.workers.housekeeping()),
                 asyncio.ensure_future(self._watch_health()),
+                asyncio.ensure_future(self.restriction.recheck()),
                 *([asyncio.ensure_future(self._serve_health())] if self.settings.health_port else []),
                 *(asyncio.ensure_future(source.run()) for source in self.sources),
             ]
@@ -253,13 +262,15 @@ class NodeAgent:
         """Rebuild the workers (and the sources' merge state) from this node's share of the log."""
         count = 0
         async for message in read_to_end(consumer, updates_tp, end=end):
-            update = self._decode(Topic.POD_UPDATES, message.value)
-            if update is not None and update.node == self.node:
-                self.workers.apply_update(update)
+            if await self._act_on_update(message):
                 count += 1
         async for message in read_to_end(consumer, lifecycle_tp):
             event = self._decode(Topic.POD_LIFECYCLE, message.value)
-            if event is not None and event.node == self.node:
+            if (
+                event is not None
+                and event.node == self.node
+                and self.restriction.written_here(Topic.POD_LIFECYCLE, message)
+            ):
                 self.workers.apply_lifecycle(event)
         for uid, w in self.workers.workers.items():
             if not w.removed:  # a copy: podStorage updates its pods in place
@@ -272,9 +283,7 @@ class NodeAgent:
         while True:
             batch = await consumer.getmany(timeout_ms=1000)
             for message in batch.get(updates_tp, []):
-                update = self._decode(Topic.POD_UPDATES, message.value)
-                if update is not None and update.node == self.node:
-                    self.workers.apply_update(update)
+                await self._act_on_update(message)
             for message in batch.get(status_tp, []):
                 if message.value is None:  # the pod left pod-status: the prober forgets its status
                     self.prober.update_status(message.key.decode(), None)
@@ -282,6 +291,17 @@ class NodeAgent:
                 status = self._decode(Topic.POD_STATUS, message.value)
                 if status is not None and status.node == self.node:
                     self.prober.update_status(status.uid, status.status)
+
+    async def _act_on_update(self, message: Any) -> bool:
+        """Hand one pod-updates message to the workers if it names this node and the restriction
+        admits it; returns whether it was applied now."""
+        update = self._decode(Topic.POD_UPDATES, message.value)
+        if update is None or update.node != self.node:
+            return False
+        if not await self.restriction.admit_update(update, message):
+            return False
+        self.workers.apply_update(update)
+        return True
 
     @staticmethod
     def _decode(topic: str, value: bytes | None) -> Any:

@@ -58,6 +58,10 @@ class Settings:
     sink_read: str = "get"  # how the sink reads a pod before writing: get (as the kubelet) or watch
     log_level: str = "warning"
     data_dir: str = ""  # Faust's working files; defaults to faust/<app id> under the cache
+    # Proof of origin (schemas/origin.py): a node agent with a secret signs what it writes; a fold
+    # with a keyring folds only records whose writer it can prove.
+    node_secret_file: str = ""  # this node's secret (podledger keys new); empty: records go unsigned
+    keyring_file: str = ""  # the fold's node -> status key map; empty: the writer is not checked
     # Kafka client security, passed through to aiokafka and Faust.
     kafka_security_protocol: str = "PLAINTEXT"
     kafka_sasl_mechanism: str = ""

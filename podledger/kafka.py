@@ -14,10 +14,11 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
 
 from podledger.config import Settings
+from podledger.keys import Signer, load_node_keys
 from podledger.partitioner import partition_for_node
 from podledger.schemas import encode
 
-__all__ = ["Publisher", "new_consumer", "read_to_end"]
+__all__ = ["Publisher", "new_consumer", "node_signer", "read_to_end"]
 
 
 def new_consumer(settings: Settings, **options: Any) -> AIOKafkaConsumer:
@@ -58,12 +59,21 @@ async def read_to_end(
                 yield message
 
 
+def node_signer(settings: Settings) -> Signer | None:
+    """The signer of this node's records, when it has a secret (PODLEDGER_NODE_SECRET_FILE)."""
+    keys = load_node_keys(settings)
+    return None if keys is None else Signer(keys)
+
+
 class Publisher:
-    """An idempotent, fully acknowledged producer of topic values (models, or None for a tombstone)."""
+    """An idempotent, fully acknowledged producer of topic values (models, or None for a tombstone).
+
+    With a node secret configured, every record carries the node's proof of origin."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.producer: AIOKafkaProducer | None = None
+        self.signer = node_signer(settings)
 
     async def start(self) -> None:
         """Connect; aiokafka clients must be made inside the running event loop."""
@@ -88,11 +98,13 @@ class Publisher:
         calls by the thousand would all wake on every drained batch.
         """
         assert self.producer is not None, "Publisher.start() first"
+        key_bytes, value_bytes = key.encode(), None if value is None else encode(value)
         return await self.producer.send(
             self.settings.topic(topic),
-            key=key.encode(),
-            value=None if value is None else encode(value),
+            key=key_bytes,
+            value=value_bytes,
             partition=partition_for_node(node, self.settings.partitions),
+            headers=None if self.signer is None else self.signer.headers(topic, key_bytes, value_bytes),
         )
 
     async def publish(self, topic: str, key: str, value: Any, node: str) -> None:

@@ -120,6 +120,7 @@ class SinkOutcome(StrEnum):
     MISSING = "missing"  # no API pod of that name
     NO_MIRROR = "no-mirror"  # a static pod whose mirror pod is not there (yet)
     RECREATED = "recreated"  # the API pod has another UID: the status is dropped
+    NOT_BOUND = "not-bound"  # the API pod is not bound to the version's node: nothing is written
     UNCHANGED = "unchanged"  # the API status already holds it: no call made
     PATCHED = "patched"
     DELETED = "deleted"

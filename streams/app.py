@@ -18,7 +18,8 @@ import faust
 from aiokafka import AIOKafkaProducer, TopicPartition
 
 from podledger.config import Settings
-from podledger.kafka import new_consumer, read_to_end
+from podledger.kafka import new_consumer, node_signer, read_to_end
+from podledger.keys import load_keyring
 from podledger.partitioner import partition_for_node
 from podledger.paths import cache_dir
 from podledger.schemas import DecodeError, decode, encode
@@ -90,6 +91,8 @@ class Pipeline:
         self._waiting: set[bytes] = set()  # records holding events for unannounced pods
         self._output_producer: AIOKafkaProducer | None = None
         self._clock: dict[int, int] = {}  # partition -> newest pod-updates event time folded
+        self.signer = node_signer(settings)  # the node roles' proof of origin, if configured
+        self.keyring = load_keyring(settings) if fold else None
         if fold:
             self.app.on_partitions_revoked.connect(self._on_revoked)
             ingress = self.app.topic(
@@ -106,10 +109,12 @@ class Pipeline:
 
     async def publish(self, topic: str, key: str, value: Any, node: str) -> None:
         """Send one value (a model, or None for a tombstone) with the shared partitioner."""
+        key_bytes, value_bytes = key.encode(), None if value is None else encode(value)
         await self.topics[topic].send(
-            key=key.encode(),
-            value=None if value is None else encode(value),
+            key=key_bytes,
+            value=value_bytes,
             partition=self.partition(node),
+            headers=None if self.signer is None else self.signer.headers(topic, key_bytes, value_bytes),
         )
 
     def add_task(self, factory: Callable[[Pipeline], Awaitable[None]]) -> None:
@@ -157,7 +162,7 @@ class Pipeline:
                     message = event.message
                     topic = self._by_kafka_name[message.topic]
                     at = Coordinates(topic, message.partition, message.offset, int(message.timestamp * 1000))
-                    fold.add_message(at, event.key, event.value)
+                    fold.add_message(at, event.key, event.value, message.headers or ())
                 fold.expire_held(self._waiting)
                 await self._commit(fold.batch)
         finally:
@@ -165,7 +170,14 @@ class Pipeline:
 
     def _batch_fold(self) -> BatchFold:
         limits = HoldLimits(self.settings.hold_max_events, self.settings.hold_max_ms)
-        return BatchFold(self.state.get, limits, self.settings.max_event_bytes, self._clock)
+        return BatchFold(
+            self.state.get,
+            limits,
+            self.settings.max_event_bytes,
+            self._clock,
+            keyring=self.keyring,
+            partitions=self.settings.partitions,
+        )
 
     async def _commit(self, batch: Batch, journal_end: dict[int, int] | None = None) -> None:
         """Steps 2-4 of the protocol: journal, then the other outputs, then the records."""
@@ -204,7 +216,7 @@ class Pipeline:
             fold = self._batch_fold()
             last = start - 1
             async for message in read_to_end(consumer, tp, start):
-                fold.add_journal_entry(partition, decode(Topic.JOURNAL, message.value))
+                fold.add_journal_entry(partition, decode(Topic.JOURNAL, message.value), message.headers)
                 last = message.offset
             if last >= start:
                 fold.batch.journal.clear()
@@ -236,6 +248,7 @@ class Pipeline:
             key=out.key.encode(),
             value=None if out.value is None else encode(out.value),
             partition=partition,
+            headers=out.headers,
         )
 
     async def _producer(self) -> AIOKafkaProducer:

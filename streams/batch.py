@@ -20,16 +20,19 @@ history is then the same, version for version, whatever moment the worker died.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from podledger.partitioner import partition_for_node
 from podledger.schemas import from_dict, models
+from podledger.schemas.origin import Forged, Headers, Proof, claimed, verify
 from podledger.streams.fold import (
     Coordinates,
     HoldLimits,
     Output,
     PodRecord,
+    dead_letter,
     decode_input,
     expire_held,
     fold_event,
@@ -66,36 +69,75 @@ class BatchFold:
         limits: HoldLimits,
         max_bytes: int,
         clock: dict[int, int] | None = None,
+        keyring: Mapping[str, bytes] | None = None,
+        partitions: int = 0,
     ) -> None:
         """`clock`: each partition's newest pod-updates event time before this batch. Held
-        events expire by it (see fold.HoldLimits), not just by this batch's events."""
+        events expire by it (see fold.HoldLimits), not just by this batch's events.
+
+        `keyring` (node -> status key) turns on the origin check: a message must prove its
+        writer (schemas/origin.py), that writer must be the node the event names, and the
+        message must sit on that node's partition (of `partitions`); anything else is `forged`."""
         self.lookup = lookup
         self.limits = limits
         self.max_bytes = max_bytes
+        self.keyring = keyring
+        self.partitions = partitions
         self.batch = Batch(newest=dict(clock or {}))
 
     def record(self, key: bytes) -> PodRecord | None:
         changed = self.batch.changed.get(key)
         return changed[1] if changed is not None else self.lookup(key)
 
-    def add_message(self, at: Coordinates, key: bytes | None, value: bytes | None) -> None:
+    def add_message(
+        self, at: Coordinates, key: bytes | None, value: bytes | None, headers: Headers = ()
+    ) -> None:
         """One input message: decoded, folded, or dead-lettered."""
         decoded = decode_input(at.topic, at, key, value, self.max_bytes)
         if isinstance(decoded, Output):
             self.batch.outputs.append((at.partition, decoded))
             return
-        self.add_event(at, decoded, journal=True)
+        proof = None
+        if self.keyring is not None:
+            try:
+                proof = self._prove(at, key, value, headers, decoded.node)
+            except Forged as exc:
+                self.batch.outputs.append((at.partition, dead_letter("forged", str(exc), at, key, value)))
+                return
+        self.add_event(at, decoded, journal=True, proof=proof)
 
-    def add_journal_entry(self, partition: int, entry: models.JournalEntry) -> None:
-        """Re-apply a journal entry during recovery: its outputs, but not itself, are republished."""
+    def _prove(
+        self, at: Coordinates, key: bytes | None, value: bytes | None, headers: Headers, node: str
+    ) -> Proof:
+        assert self.keyring is not None
+        proof = verify(self.keyring, at.topic, key, value, headers)
+        if proof.node != node:
+            raise Forged(f"written by node {proof.node!r} but speaks for node {node!r}")
+        if self.partitions and partition_for_node(node, self.partitions) != at.partition:
+            raise Forged(f"node {node!r} writes to partition {partition_for_node(node, self.partitions)}")
+        return proof
+
+    def add_journal_entry(self, partition: int, entry: models.JournalEntry, headers: Headers = ()) -> None:
+        """Re-apply a journal entry during recovery: its outputs, but not itself, are republished.
+
+        The entry's origin was checked when it was first folded; its headers keep the claim."""
         at = Coordinates(entry.topic, entry.partition, entry.offset, entry.ts_ms)
-        self.add_event(at, from_dict(entry.topic, entry.event), journal=False, partition=partition)
+        event = from_dict(entry.topic, entry.event)
+        self.add_event(at, event, journal=False, partition=partition, proof=claimed(headers))
 
-    def add_event(self, at: Coordinates, event: Any, *, journal: bool, partition: int | None = None) -> None:
+    def add_event(
+        self,
+        at: Coordinates,
+        event: Any,
+        *,
+        journal: bool,
+        partition: int | None = None,
+        proof: Proof | None = None,
+    ) -> None:
         partition = at.partition if partition is None else partition
         key = event.uid.encode()
         before = self.record(key)
-        record, outputs = fold_event(before, at, event, self.limits)
+        record, outputs = fold_event(before, at, event, self.limits, proof)
         if record is not before:
             self.batch.changed[key] = (partition, record)
         for out in outputs:

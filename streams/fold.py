@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, TypedDict
 
 from podledger.schemas import DecodeError, decode, encode, from_dict, models, to_dict
+from podledger.schemas.origin import Proof, proof_headers
 from podledger.streams import status as status_gen
 from podledger.streams import status_manager
 from podledger.types import JSONDict, LifecycleKind, PodOp, RuntimeSnapshot, Topic
@@ -40,32 +41,40 @@ class PodRecord(TypedDict, total=False):
     version: int  # its version (0 before the first)
     applied: dict[str, int]  # {topic: highest offset applied}: redeliveries and replays are skipped
     held: list[list[Any]]  # events waiting for the announcement, each `HeldEvent.to_json()`
+    # {topic: highest proven sequence number applied} (schemas/origin.py); only with proof of origin.
+    seqs: dict[str, int]
 
 
 @dataclass(frozen=True, slots=True)
 class HeldEvent:
     """An input event waiting for its pod's announcement; on fold-state as [topic, partition,
-    offset, ts_ms, value] so stored records keep their shape."""
+    offset, ts_ms, value] (plus [node, seq] when its origin was proven), so stored records keep
+    their shape."""
 
     at: Coordinates
     value: JSONDict
+    proof: Proof | None = None
 
     def to_json(self) -> list[Any]:
-        return [self.at.topic, self.at.partition, self.at.offset, self.at.ts_ms, self.value]
+        item = [self.at.topic, self.at.partition, self.at.offset, self.at.ts_ms, self.value]
+        return item if self.proof is None else [*item, [self.proof.node, self.proof.seq]]
 
     @classmethod
     def from_json(cls, item: list[Any]) -> HeldEvent:
-        topic, partition, offset, ts_ms, value = item
-        return cls(Coordinates(topic, partition, offset, ts_ms), value)
+        topic, partition, offset, ts_ms, value = item[:5]
+        proof = Proof(*item[5]) if len(item) > 5 else None
+        return cls(Coordinates(topic, partition, offset, ts_ms), value, proof)
 
 
 @dataclass(slots=True)
 class Output:
-    """A message the fold wants published: logical topic, pod UID key, value (None = tombstone)."""
+    """A message the fold wants published: logical topic, pod UID key, value (None = tombstone),
+    and record headers (the journal carries its input's proof of origin)."""
 
     topic: str
     key: str
     value: Any
+    headers: list[tuple[str, bytes]] | None = None
 
 
 @dataclass(slots=True)
@@ -131,35 +140,68 @@ DEFAULT_HOLD = HoldLimits()
 
 
 def fold_event(
-    record: PodRecord | None, at: Coordinates, event: Any, limits: HoldLimits = DEFAULT_HOLD
+    record: PodRecord | None,
+    at: Coordinates,
+    event: Any,
+    limits: HoldLimits = DEFAULT_HOLD,
+    proof: Proof | None = None,
 ) -> tuple[PodRecord | None, list[Output]]:
-    """Apply one decoded input event to the pod's record."""
+    """Apply one decoded input event to the pod's record.
+
+    `proof` is the event's proven writer (schemas/origin.py), when the fold checks origins."""
     if record is not None and record["applied"].get(at.topic, -1) >= at.offset:
         return record, []  # already applied (or held): a redelivery after a crash, or a replay
     if at.topic != Topic.POD_UPDATES and (record is None or record.get("pod") is None):
-        return _hold(record, at, event, limits)
+        return _hold(record, at, event, limits, proof)
     if record is not None and record.get("pod") is None:
         # The announcement of a pod whose events were held: apply it, then them, in order.
         held = record["held"]
-        record, outputs = _apply(None, at, event, record["applied"])
+        record, outputs = _apply(None, at, event, record["applied"], proof)
         for item in held:
-            held_at, value = HeldEvent.from_json(item).at, item[4]
-            held_event = from_dict(held_at.topic, value)
+            held_item = HeldEvent.from_json(item)
+            held_at = held_item.at
+            held_event = from_dict(held_at.topic, held_item.value)
             if record is None:  # announced only to be removed: the held events have no pod
                 outputs.append(_dead_letter_unknown_pod(event.uid, held_at, held_event, "pod removed"))
                 continue
-            record, more = _apply(record, held_at, held_event, record["applied"])
+            record, more = _apply(record, held_at, held_event, record["applied"], held_item.proof)
             outputs += more
         return record, outputs
-    return _apply(record, at, event, record["applied"] if record is not None else {})
+    return _apply(record, at, event, record["applied"] if record is not None else {}, proof)
+
+
+def refusal(record: PodRecord | None, at: Coordinates, event: Any, proof: Proof | None) -> Output | None:
+    """The dead letter for an event its writer may not send, or None when it may.
+
+    A node speaks only for the pods bound to it (as NodeRestriction limits a kubelet): an event
+    that names another node than its pod's is `forged`, and so is a pod update that moves a pod
+    to another node (a pod's node never changes). With proof of origin, an event whose sequence
+    number is not above the last one applied for its pod and topic is `replayed`: a copy of a
+    record its node wrote earlier, sent again by someone else."""
+    if record is None or record.get("pod") is None:
+        return None
+    if event.node != record["node"]:
+        what = f"{event_type(at.topic, event)} from node {event.node!r}"
+        detail = f"{what} for pod {record['uid']}, which is bound to {record['node']!r}"
+        return _refused("forged", detail, at, event)
+    if proof is not None:
+        last = (record.get("seqs") or {}).get(str(at.topic))
+        if last is not None and proof.seq <= last:
+            detail = f"{at.topic} record of node {proof.node!r} with sequence {proof.seq}, not above {last}"
+            return _refused("replayed", detail, at, event)
+    return None
+
+
+def _refused(reason: str, detail: str, at: Coordinates, event: Any) -> Output:
+    return dead_letter(reason, detail, at, event.uid.encode(), encode(event))
 
 
 def _hold(
-    record: PodRecord | None, at: Coordinates, event: Any, limits: HoldLimits
+    record: PodRecord | None, at: Coordinates, event: Any, limits: HoldLimits, proof: Proof | None
 ) -> tuple[PodRecord | None, list[Output]]:
     uid = event.uid
     before: PodRecord = record or {}
-    held = [*before.get("held", []), HeldEvent(at, to_dict(event)).to_json()]
+    held = [*before.get("held", []), HeldEvent(at, to_dict(event), proof).to_json()]
     # str(): a Topic member as a key would not encode (orjson takes only exact str keys).
     applied = {**before.get("applied", {}), str(at.topic): at.offset}
     overflow = max(len(held) - limits.max_events, 0)
@@ -188,14 +230,20 @@ def expire_held(
 
 
 def _apply(
-    record: PodRecord | None, at: Coordinates, event: Any, applied: dict[str, int]
+    record: PodRecord | None, at: Coordinates, event: Any, applied: dict[str, int], proof: Proof | None
 ) -> tuple[PodRecord | None, list[Output]]:
+    refused = refusal(record, at, event, proof)
+    if refused is not None:
+        if record is not None:  # the offset is consumed: a redelivery is skipped, not refused twice
+            record = {**record, "applied": {**record["applied"], str(at.topic): at.offset}}
+        return record, [refused]
     uid = event.uid
     kind = event_type(at.topic, event)
     journal = Output(
         Topic.JOURNAL,
         uid,
         models.JournalEntry(kind, at.topic, at.partition, at.offset, at.ts_ms, to_dict(event)),
+        None if proof is None else proof_headers(proof),
     )
     if at.topic == Topic.POD_UPDATES and event.op == PodOp.REMOVE:
         # The pod left the node's config: compacted topics forget it.
@@ -204,6 +252,8 @@ def _apply(
     record = PodRecord(**(new_record(event) if record is None else record))
     merged = {**applied, **record["applied"]}
     record["applied"] = {**merged, str(at.topic): max(merged.get(at.topic, -1), at.offset)}
+    if proof is not None:
+        record["seqs"] = {**(record.get("seqs") or {}), str(at.topic): proof.seq}
     terminate = False
     if at.topic == Topic.POD_UPDATES:
         record["pod"] = event.pod

@@ -318,6 +318,26 @@ def can_be_deleted(api_pod: JSONDict, finished: bool, is_mirror: bool) -> bool:
     return finished
 
 
+# --------------------------------------------------------------------------- NodeRestriction
+
+
+def binding_refusal(api_pod: JSONDict, node: str, static: bool) -> str | None:
+    """Why the sink may not write a status version of node `node` to `api_pod`, or None.
+
+    The apiserver's NodeRestriction lets a kubelet touch only pods bound to its own node, and
+    mirror pods only of its own static pods; the sink writes for every node, so it applies the
+    same rule itself: the API pod's spec.nodeName must be the version's node, a mirror pod takes
+    only a static pod's status, and a static pod's status goes only to a mirror pod."""
+    bound = (api_pod.get("spec") or {}).get("nodeName") or ""
+    if bound != node:
+        return f"the API pod is bound to {bound or 'no node'!r}, the status comes from node {node!r}"
+    if is_mirror_pod(api_pod) != static:
+        if static:
+            return "a static pod's status goes only to its mirror pod"
+        return "a mirror pod takes only its static pod's status"
+    return None
+
+
 # --------------------------------------------------------------------------- syncPod
 
 SyncAction = Literal["skip-notfound", "drop-recreated", "patch", "unchanged"]

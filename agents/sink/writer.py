@@ -136,7 +136,15 @@ class Sink:
         self._due: list[tuple[float, str]] = []  # (when, uid) heap of pods to sync
         self._wake = asyncio.Event()
         self.cache = PodCache(kube) if read_from_cache else None
-        self.stats = {"gets": 0, "patches": 0, "unchanged": 0, "deletes": 0, "errors": 0, "dropped": 0}
+        self.stats = {
+            "gets": 0,
+            "patches": 0,
+            "unchanged": 0,
+            "deletes": 0,
+            "errors": 0,
+            "dropped": 0,
+            "not_bound": 0,
+        }
 
     # ------------------------------------------------------------------ input
 
@@ -277,6 +285,11 @@ class Sink:
             self.stats["dropped"] += 1
             pod_logger(log, vs.namespace, vs.name, uid).info("was recreated; its status is dropped")
             return SinkOutcome.RECREATED, uid
+        refused = api_sync.binding_refusal(api_pod, vs.node, vs.static)
+        if refused is not None:  # NodeRestriction: no PATCH, no DELETE
+            self.stats["not_bound"] += 1
+            pod_logger(log, vs.namespace, vs.name, uid).warning("v%d not written: %s", vs.version, refused)
+            return SinkOutcome.NOT_BOUND, None
         if decision.action == "unchanged":
             self.stats["unchanged"] += 1
             outcome = SinkOutcome.UNCHANGED
