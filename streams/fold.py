@@ -149,6 +149,9 @@ def fold_event(
     """Apply one decoded input event to the pod's record.
 
     `proof` is the event's proven writer (schemas/origin.py), when the fold checks origins."""
+    refused = foreign(record, at, event)
+    if refused is not None:  # before the offsets: they are the pod's partition's, not the sender's
+        return record, [refused]
     if record is not None and record["applied"].get(at.topic, -1) >= at.offset:
         return record, []  # already applied (or held): a redelivery after a crash, or a replay
     if at.topic != Topic.POD_UPDATES and (record is None or record.get("pod") is None):
@@ -170,26 +173,31 @@ def fold_event(
     return _apply(record, at, event, record["applied"] if record is not None else {}, proof)
 
 
-def refusal(record: PodRecord | None, at: Coordinates, event: Any, proof: Proof | None) -> Output | None:
-    """The dead letter for an event its writer may not send, or None when it may.
+def foreign(record: PodRecord | None, at: Coordinates, event: Any) -> Output | None:
+    """The `forged` dead letter for an event that speaks for another node's pod, or None.
 
     A node speaks only for the pods bound to it (as NodeRestriction limits a kubelet): an event
-    that names another node than its pod's is `forged`, and so is a pod update that moves a pod
-    to another node (a pod's node never changes). With proof of origin, an event whose sequence
-    number is not above the last one applied for its pod and topic is `replayed`: a copy of a
-    record its node wrote earlier, sent again by someone else."""
-    if record is None or record.get("pod") is None:
+    that names another node than its pod's is refused, and so is a pod update that moves a pod
+    to another node (a pod's node never changes). It changes nothing in the record, not even the
+    applied offsets, which belong to the pod's own partition."""
+    if record is None or record.get("pod") is None or event.node == record["node"]:
         return None
-    if event.node != record["node"]:
-        what = f"{event_type(at.topic, event)} from node {event.node!r}"
-        detail = f"{what} for pod {record['uid']}, which is bound to {record['node']!r}"
-        return _refused("forged", detail, at, event)
-    if proof is not None:
-        last = (record.get("seqs") or {}).get(str(at.topic))
-        if last is not None and proof.seq <= last:
-            detail = f"{at.topic} record of node {proof.node!r} with sequence {proof.seq}, not above {last}"
-            return _refused("replayed", detail, at, event)
-    return None
+    what = f"{event_type(at.topic, event)} from node {event.node!r}"
+    detail = f"{what} for pod {record['uid']}, which is bound to {record['node']!r}"
+    return _refused("forged", detail, at, event)
+
+
+def replayed(record: PodRecord | None, at: Coordinates, event: Any, proof: Proof | None) -> Output | None:
+    """The `replayed` dead letter for a proven event whose sequence number is not above the last
+    one applied for its pod and topic: a copy of a record its node wrote earlier, sent again by
+    someone else. None otherwise."""
+    if record is None or proof is None:
+        return None
+    last = (record.get("seqs") or {}).get(str(at.topic))
+    if last is None or proof.seq > last:
+        return None
+    detail = f"{at.topic} record of node {proof.node!r} with sequence {proof.seq}, not above {last}"
+    return _refused("replayed", detail, at, event)
 
 
 def _refused(reason: str, detail: str, at: Coordinates, event: Any) -> Output:
@@ -232,10 +240,8 @@ def expire_held(
 def _apply(
     record: PodRecord | None, at: Coordinates, event: Any, applied: dict[str, int], proof: Proof | None
 ) -> tuple[PodRecord | None, list[Output]]:
-    refused = refusal(record, at, event, proof)
-    if refused is not None:
-        if record is not None:  # the offset is consumed: a redelivery is skipped, not refused twice
-            record = {**record, "applied": {**record["applied"], str(at.topic): at.offset}}
+    refused = foreign(record, at, event) or replayed(record, at, event, proof)
+    if refused is not None:  # held events meet their pod's node here, at its announcement
         return record, [refused]
     uid = event.uid
     kind = event_type(at.topic, event)

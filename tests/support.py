@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
 
 from podledger.agents.kube import Kube
 from podledger.config import Settings
@@ -176,6 +176,26 @@ async def read_topic(
         await consumer.stop()
 
 
+async def read_records(settings: Settings, name: str, timeout: float = 30.0) -> list[ConsumerRecord]:
+    """Every record of a topic as it is now (offsets, headers and all), read from the start to its end."""
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=settings.bootstrap, auto_offset_reset="earliest", enable_auto_commit=False
+    )
+    await consumer.start()
+    out: list[ConsumerRecord] = []
+    try:
+        partitions = [TopicPartition(settings.topic(name), p) for p in range(settings.partitions)]
+        consumer.assign(partitions)
+        ends = await consumer.end_offsets(partitions)
+        async with asyncio.timeout(timeout):
+            while [tp for tp in partitions if await consumer.position(tp) < ends[tp]]:
+                for records in (await consumer.getmany(timeout_ms=500)).values():
+                    out += [r for r in records if r.offset < ends[TopicPartition(r.topic, r.partition)]]
+    finally:
+        await consumer.stop()
+    return out
+
+
 async def send_raw(settings: Settings, topic: str, node: str, key: bytes, value: bytes, ts_ms: int) -> None:
     """One message as given (valid or not), on the partition of `node`."""
     producer = AIOKafkaProducer(bootstrap_servers=settings.bootstrap, max_request_size=4 << 20)
@@ -306,3 +326,101 @@ def create_api_pod(kube: Kube, node: str, name: str | None = None, **fields: Any
         ("main",), name=name or f"pod-{uuid.uuid4().hex[:8]}", uid=None, node=node, image="app:1", **fields
     )
     return kube.create_pod(built)
+
+
+# --------------------------------------------------------------------------------------------------
+# Identities on the apiserver: manifests, service-account tokens, access reviews
+# --------------------------------------------------------------------------------------------------
+
+# kind -> (plural, namespaced) for the kinds podledger's manifests hold (deploy/kubernetes/).
+_KINDS = {
+    "Namespace": ("namespaces", False),
+    "ServiceAccount": ("serviceaccounts", True),
+    "ClusterRole": ("clusterroles", False),
+    "ClusterRoleBinding": ("clusterrolebindings", False),
+    "Role": ("roles", True),
+    "RoleBinding": ("rolebindings", True),
+}
+
+
+def apply_object(kube: Kube, obj: JSONDict, *, dry_run: bool = False) -> JSONDict:
+    """Server-side apply of one manifest object (as `kubectl apply --server-side [--dry-run=server]`);
+    returns the object as the apiserver stores it (or would)."""
+    plural, namespaced = _KINDS[obj["kind"]]
+    api_version = obj["apiVersion"]
+    base = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+    meta = obj["metadata"]
+    scope = f"/namespaces/{meta.get('namespace') or 'default'}" if namespaced else ""
+    query: list[tuple[str, Any]] = [("fieldManager", "podledger-tests"), ("force", "true")]
+    if dry_run:
+        query.append(("dryRun", "All"))
+    return dict(
+        kube.request(
+            "PATCH",
+            f"{base}{scope}/{plural}/{meta['name']}",
+            body=obj,
+            query=query,
+            content_type="application/apply-patch+yaml",
+        )
+    )
+
+
+def service_account_token(kube: Kube, namespace: str, name: str, seconds: int = 3600) -> str:
+    """A token for the service account namespace/name from the TokenRequest API."""
+    answer = kube.request(
+        "POST",
+        f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token",
+        body={
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest",
+            "spec": {"expirationSeconds": seconds},
+        },
+    )
+    return str(answer["status"]["token"])
+
+
+def kubeconfig_with_token(kubeconfig: str, token: str, path: Path, user: str = "podledger-test") -> str:
+    """A kubeconfig at `path` for the cluster of `kubeconfig`'s current context, authenticated by
+    `token` alone (none of the original user's credentials); returns its path."""
+    import yaml
+
+    original = yaml.safe_load(Path(kubeconfig).read_text())
+    context = next(c for c in original["contexts"] if c["name"] == original["current-context"])
+    cluster = next(c for c in original["clusters"] if c["name"] == context["context"]["cluster"])
+    ca_file = cluster["cluster"].get("certificate-authority")
+    if ca_file and not Path(ca_file).is_absolute():  # relative to the kubeconfig it came from
+        absolute = str((Path(kubeconfig).parent / ca_file).resolve())
+        cluster = {**cluster, "cluster": {**cluster["cluster"], "certificate-authority": absolute}}
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [cluster],
+        "users": [{"name": user, "user": {"token": token}}],
+        "contexts": [{"name": user, "context": {"cluster": cluster["name"], "user": user}}],
+        "current-context": user,
+    }
+    path.write_text(json.dumps(config, indent=2))  # JSON is valid YAML
+    path.chmod(0o600)
+    return str(path)
+
+
+def access_review(
+    kube: Kube, verb: str, resource: str, *, subresource: str = "", namespace: str = "", group: str = ""
+) -> JSONDict:
+    """The apiserver's answer to "may I?" for `kube`'s own identity (a SelfSubjectAccessReview):
+    its status, with `allowed` and, when denied, `reason`."""
+    attributes = {"verb": verb, "resource": resource, "group": group}
+    if subresource:
+        attributes["subresource"] = subresource
+    if namespace:
+        attributes["namespace"] = namespace
+    review = kube.request(
+        "POST",
+        "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+        body={
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": attributes},
+        },
+    )
+    return dict(review["status"])

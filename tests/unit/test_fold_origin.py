@@ -44,12 +44,14 @@ class Topics:
         seq: int,
         partition_of: str = "node-b",
         headers: list[tuple[str, bytes]] | None = None,
+        offset: int | None = None,
     ) -> list[Any]:
         """Fold one record; returns the outputs it produced other than the journal."""
         key, raw = value.uid.encode(), encode(value)
         if headers is None:
             headers = [] if signer is None else sign(signer, topic, seq, key, raw)
-        offset = self.offsets[topic] = self.offsets.get(topic, -1) + 1
+        if offset is None:
+            offset = self.offsets[topic] = self.offsets.get(topic, -1) + 1
         at = Coordinates(topic, partition_for_node(partition_of, PARTITIONS), offset, T0 + seq)
         fold = BatchFold(self.table.get, HoldLimits(), 1 << 20, keyring=self.keyring, partitions=PARTITIONS)
         fold.add_message(at, key, raw, headers)
@@ -160,6 +162,24 @@ def test_a_pod_update_cannot_move_a_pod_to_another_node_even_unsigned() -> None:
     out = topics.send(Topic.POD_LIFECYCLE, terminated("node-a"), signer=None, seq=3)
     assert only_dead_letter(out, "forged")
     assert topics.record()["terminated"] is False
+
+
+def test_a_claim_from_another_partition_is_refused_and_leaves_the_offsets_alone() -> None:
+    """Offsets are the pod's own partition's: a foreign record from another partition, even at an
+    offset below the pod's, is refused (not skipped as a redelivery), and one far above it cannot
+    make the pod's own later records look applied already."""
+    topics = Topics()
+    add_b_pod(topics, seq=1)
+    applied = dict(topics.record()["applied"])
+    for offset in (0, 10_000):
+        moved = pods.pod(("main",), name="payments-0", namespace="prod", uid=UID, node="node-a")
+        claim = models.PodUpdate(PodOp.ADD, "api", "node-a", moved, T0)
+        out = topics.send(
+            Topic.POD_UPDATES, claim, signer=A, seq=2 + offset, partition_of="node-a", offset=offset
+        )
+        assert "bound to 'node-b'" in only_dead_letter(out, "forged")
+        assert topics.record()["applied"] == applied
+    assert topics.send(Topic.PLEG, pleg_running("node-b"), signer=B, seq=3)  # node-b goes on
 
 
 def test_held_events_keep_their_proof_until_the_pod_is_announced() -> None:
