@@ -5,6 +5,7 @@ Python stands on)."""
 from __future__ import annotations
 
 import asyncio
+import secrets
 import subprocess
 import time
 from dataclasses import dataclass, replace
@@ -26,8 +27,10 @@ from podledger.bench.harness import (
 )
 from podledger.config import Settings
 from podledger.errors import UserError
+from podledger.keys import Signer
 from podledger.partitioner import partition_for_node
 from podledger.schemas import decode, encode
+from podledger.schemas.origin import derive_keys, verify
 from podledger.streams.replay import replay
 from podledger.streams.topics import ensure_topics, start_admin
 from podledger.types import INGRESS_TOPICS, Topic
@@ -43,6 +46,8 @@ class FoldFigures:
     raw_events_per_s: float = 0.0
     rss_mb: float = float("nan")
     latency_samples: int = 0
+    sign_us: float = float("nan")  # proof of origin per record: a node agent signs ...
+    verify_us: float = float("nan")  # ... and the fold checks it (schemas/origin.py)
 
     def line(self) -> str:
         return (
@@ -50,6 +55,7 @@ class FoldFigures:
             f" offline_events_per_s={self.offline_events_per_s:.0f}"
             f" raw_events_per_s={self.raw_events_per_s:.0f}"
             f" rss_mb={self.rss_mb:.0f}"
+            f" sign_us={self.sign_us:.1f} verify_us={self.verify_us:.1f}"
         )
 
 
@@ -91,7 +97,28 @@ def bench_fold(
 
     figures.raw_events_per_s = asyncio.run(raw_floor(settings, len(backlog)))
     say(f"raw aiokafka floor: {figures.raw_events_per_s:.0f} events/s")
+    figures.sign_us, figures.verify_us = origin_cost(backlog)
+    say(f"proof of origin: sign {figures.sign_us:.1f} us, verify {figures.verify_us:.1f} us per record")
     return figures
+
+
+def origin_cost(events: list[IngressEvent], sample: int = 50_000) -> tuple[float, float]:
+    """Microseconds per record to sign (node side) and verify (fold side) the benchmark's records."""
+    records = [(e.topic, e.key.encode(), encode(e.value)) for e in events[:sample]]
+    if not records:
+        return float("nan"), float("nan")
+    keys = {e.node: derive_keys(e.node, secrets.token_bytes(32)) for e in events[:sample]}
+    signers = {node: Signer(k) for node, k in keys.items()}
+    nodes = [e.node for e in events[:sample]]
+    t = time.perf_counter()
+    signed = [signers[n].headers(topic, k, v) for n, (topic, k, v) in zip(nodes, records, strict=True)]
+    sign_us = (time.perf_counter() - t) / len(records) * 1e6
+    keyring = {node: k.status for node, k in keys.items()}
+    t = time.perf_counter()
+    for (topic, k, v), headers in zip(records, signed, strict=True):
+        verify(keyring, topic, k, v, headers)
+    verify_us = (time.perf_counter() - t) / len(records) * 1e6
+    return sign_us, verify_us
 
 
 def drain_backlog(settings: Settings, worker: subprocess.Popen[bytes], total: int) -> float:
@@ -236,4 +263,8 @@ def print_fold(figures: FoldFigures, *, pods: int, events: int, partitions: int)
     ratio = figures.raw_events_per_s / figures.events_per_s if figures.events_per_s else float("inf")
     print(f"pipeline vs floor:                  {ratio:.1f}x slower")
     print(f"fold worker peak RSS:               {figures.rss_mb:.0f} MB")
+    print(
+        f"proof of origin per record:         sign {figures.sign_us:.1f} us,"
+        f" verify {figures.verify_us:.1f} us"
+    )
     print(figures.line())
