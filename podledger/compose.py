@@ -35,11 +35,13 @@ def require_bootstrap(settings: Settings) -> None:
         )
 
 
-def connect_kube(settings: Settings, kubeconfig: str | None = None) -> Kube:
-    """An apiserver client for this node: reachable, authorised, and the node's Node object present.
+def connect_kube(settings: Settings, kubeconfig: str | None = None, *, register_node: bool = True) -> Kube:
+    """An apiserver client: reachable, authorised, and (for a node's processes) the node's Node
+    object present.
 
     Every process that talks to the apiserver starts here, so the check and the node registration
-    happen the same way everywhere (as the kubelet registers its Node before it syncs pods).
+    happen the same way everywhere (as the kubelet registers its Node before it syncs pods). A
+    sink alone serves every node and registers none: its role has no access to nodes.
     """
     kube = Kube.from_kubeconfig(
         settings.kubeconfig if kubeconfig is None else kubeconfig,
@@ -47,8 +49,9 @@ def connect_kube(settings: Settings, kubeconfig: str | None = None) -> Kube:
         burst=settings.sink_burst,
     )
     version = kube.check()
-    kube.ensure_node(settings.node)
-    log.info("apiserver %s (%s), node %s", kube.server, version, settings.node)
+    if register_node:
+        kube.ensure_node(settings.node)
+    log.info("apiserver %s (%s), node %s", kube.server, version, settings.node if register_node else "-")
     return kube
 
 
@@ -81,7 +84,7 @@ def run_pipeline(
     require_bootstrap(settings)
     pipeline = Pipeline(settings, fold="fold" in roles)
     api_source = bool(roles & {"source", "node"}) and settings.api_source
-    kube = connect_kube(settings) if "sink" in roles or api_source else None
+    kube = connect_kube(settings, register_node=api_source) if "sink" in roles or api_source else None
 
     if "node" in roles:
         agent = NodeAgent(
