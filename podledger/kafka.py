@@ -8,17 +8,73 @@ docs/architecture.md#topics-and-partitioning).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
+from aiokafka.errors import KafkaError
 
 from podledger.config import Settings
 from podledger.keys import Signer, load_node_keys
 from podledger.partitioner import partition_for_node
 from podledger.schemas import encode
 
-__all__ = ["Publisher", "new_consumer", "node_signer", "read_to_end"]
+__all__ = ["DeliveryHealth", "Publisher", "deliver", "new_consumer", "node_signer", "read_to_end"]
+
+log = logging.getLogger(__name__)
+
+RETRY_FIRST_S, RETRY_MAX_S = 0.2, 5.0
+UNHEALTHY_AFTER_S = 30.0  # a producer failing this long makes its component unhealthy
+
+
+class DeliveryHealth:
+    """Whether a producer delivers: unhealthy once its sends have failed for UNHEALTHY_AFTER_S."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.failing_since: float | None = None
+        self.last_error = ""
+
+    def delivered(self) -> None:
+        self.failing_since = None
+
+    def failed(self, error: BaseException) -> None:
+        if self.failing_since is None:
+            self.failing_since = self.clock()
+        self.last_error = f"{error.__class__.__name__}: {error}"
+
+    def healthy(self) -> tuple[bool, str]:
+        if self.failing_since is None or self.clock() - self.failing_since < UNHEALTHY_AFTER_S:
+            return True, "ok"
+        return (
+            False,
+            f"kafka delivery failing for {self.clock() - self.failing_since:.0f}s: {self.last_error}",
+        )
+
+
+async def deliver(
+    send: Callable[[], Awaitable[asyncio.Future[Any]]], what: str, health: DeliveryHealth | None = None
+) -> Any:
+    """Send until the broker acknowledges (RecordMetadata), retrying with back-off: a record is
+    never dropped. Failures are logged and make `health` unhealthy while they last."""
+    delay = RETRY_FIRST_S
+    while True:
+        try:
+            metadata = await (await send())
+        except KafkaError as exc:
+            if health is not None:
+                health.failed(exc)
+            log.warning(
+                "%s not delivered (%s: %s); retrying in %.1fs", what, exc.__class__.__name__, exc, delay
+            )
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, RETRY_MAX_S)
+            continue
+        if health is not None:
+            health.delivered()
+        return metadata
 
 
 def new_consumer(settings: Settings, **options: Any) -> AIOKafkaConsumer:
@@ -74,6 +130,7 @@ class Publisher:
         self.settings = settings
         self.producer: AIOKafkaProducer | None = None
         self.signer = node_signer(settings)
+        self.health = DeliveryHealth()
 
     async def start(self) -> None:
         """Connect; aiokafka clients must be made inside the running event loop."""
@@ -108,5 +165,6 @@ class Publisher:
         )
 
     async def publish(self, topic: str, key: str, value: Any, node: str) -> None:
-        """Send and wait for the broker's acknowledgement; same signature as streams.app.Pipeline.publish."""
-        await (await self.send(topic, key, value, node))
+        """Send until the broker acknowledges it (retrying, never dropping); same signature as
+        streams.app.Pipeline.publish."""
+        await deliver(lambda: self.send(topic, key, value, node), f"{topic} record of pod {key}", self.health)

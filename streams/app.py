@@ -18,7 +18,7 @@ import faust
 from aiokafka import AIOKafkaProducer, TopicPartition
 
 from podledger.config import Settings
-from podledger.kafka import new_consumer, node_signer, read_to_end
+from podledger.kafka import DeliveryHealth, deliver, new_consumer, node_signer, read_to_end
 from podledger.keys import load_keyring
 from podledger.partitioner import partition_for_node
 from podledger.paths import cache_dir
@@ -37,18 +37,23 @@ def faust_broker_url(bootstrap: str) -> str:
 
 
 def _faust_credentials(settings: Settings) -> Any:
-    protocol = settings.kafka_security_protocol
+    """Faust's credentials from the same options the plain aiokafka clients get.
+
+    SASLCredentials picks SASL_SSL when it has an SSL context and SASL_PLAINTEXT otherwise; the
+    mechanism arrives spelled as Kafka does (SCRAM-SHA-512), which is how Faust's enum names it.
+    """
+    opts = settings.kafka_client_options()
+    protocol = opts["security_protocol"]
     if protocol == "PLAINTEXT":
         return None
-    ssl_context = settings.kafka_client_options().get("ssl_context")
-    if protocol.startswith("SASL"):
+    if protocol.startswith("SASL_"):
         return faust.SASLCredentials(
-            username=settings.kafka_sasl_username,
-            password=settings.kafka_sasl_password,
-            mechanism=settings.kafka_sasl_mechanism or "PLAIN",
-            ssl_context=ssl_context,
+            username=opts["sasl_plain_username"],
+            password=opts["sasl_plain_password"],
+            mechanism=opts["sasl_mechanism"],
+            ssl_context=opts.get("ssl_context") if protocol == "SASL_SSL" else None,
         )
-    return faust.SSLCredentials(ssl_context)
+    return faust.SSLCredentials(opts["ssl_context"])
 
 
 class Pipeline:
@@ -93,6 +98,8 @@ class Pipeline:
         self._clock: dict[int, int] = {}  # partition -> newest pod-updates event time folded
         self.signer = node_signer(settings)  # the node roles' proof of origin, if configured
         self.keyring = load_keyring(settings) if fold else None
+        self.delivery = DeliveryHealth()  # of what the roles in this app publish
+        self.app.on_before_shutdown.connect(self._stop_output_producer)
         if fold:
             self.app.on_partitions_revoked.connect(self._on_revoked)
             ingress = self.app.topic(
@@ -108,14 +115,21 @@ class Pipeline:
         return partition_for_node(node, self.settings.partitions)
 
     async def publish(self, topic: str, key: str, value: Any, node: str) -> None:
-        """Send one value (a model, or None for a tombstone) with the shared partitioner."""
+        """Send one value (a model, or None for a tombstone) with the shared partitioner, through the
+        idempotent output producer, until the broker acknowledges it (never dropped)."""
         key_bytes, value_bytes = key.encode(), None if value is None else encode(value)
-        await self.topics[topic].send(
-            key=key_bytes,
-            value=value_bytes,
-            partition=self.partition(node),
-            headers=None if self.signer is None else self.signer.headers(topic, key_bytes, value_bytes),
-        )
+
+        async def send() -> asyncio.Future[Any]:
+            producer = await self._producer()
+            return await producer.send(
+                self.settings.topic(topic),
+                key=key_bytes,
+                value=value_bytes,
+                partition=self.partition(node),
+                headers=None if self.signer is None else self.signer.headers(topic, key_bytes, value_bytes),
+            )
+
+        await deliver(send, f"{topic} record of pod {key}", self.delivery)
 
     def add_task(self, factory: Callable[[Pipeline], Awaitable[None]]) -> None:
         """Run a long-lived node or sink task inside the app's lifecycle."""
@@ -256,6 +270,7 @@ class Pipeline:
             self._output_producer = AIOKafkaProducer(
                 bootstrap_servers=self.settings.bootstrap,
                 acks="all",
+                enable_idempotence=True,  # a retried batch is written once
                 linger_ms=2,
                 max_batch_size=1 << 20,
                 max_request_size=8 << 20,

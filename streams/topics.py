@@ -27,8 +27,14 @@ class TopicSpec:
     retention_ms: int  # -1 keeps forever
     purpose: str
 
-    def configs(self) -> dict[str, str]:
-        configs = {"cleanup.policy": self.cleanup, "retention.ms": str(self.retention_ms)}
+    def configs(self, replication_factor: int = 1) -> dict[str, str]:
+        configs = {
+            "cleanup.policy": self.cleanup,
+            "retention.ms": str(self.retention_ms),
+            # With acks=all, a write needs this many in-sync copies: one broker's loss loses nothing
+            # acknowledged, yet one broker down still lets writes through (3 replicas).
+            "min.insync.replicas": str(min(2, replication_factor)),
+        }
         if self.cleanup == "compact":
             # Tombstones stay a day so a consumer that lags less than that still sees them.
             configs["delete.retention.ms"] = str(DAY_MS)
@@ -93,6 +99,7 @@ async def start_admin(settings: Settings) -> AIOKafkaAdminClient:
 async def ensure_topics(settings: Settings) -> list[TopicChange]:
     """Create every topic that is missing; bring drifted configs back. Idempotent."""
     admin = await start_admin(settings)
+    rf = settings.replication_factor
     try:
         wanted = {settings.topic(t.name): t for t in ALL_TOPICS}
         existing = set(await admin.list_topics())
@@ -105,7 +112,7 @@ async def ensure_topics(settings: Settings) -> list[TopicChange]:
                         name,
                         num_partitions=settings.partitions,
                         replication_factor=settings.replication_factor,
-                        topic_configs=wanted[name].configs(),
+                        topic_configs=wanted[name].configs(rf),
                     )
                     for name in missing
                 ]
@@ -122,7 +129,20 @@ async def ensure_topics(settings: Settings) -> list[TopicChange]:
         if created:
             await _until(lambda: _topics_listed(admin, created), "new topics to appear in the metadata")
         present = [name for name in wanted if name in existing]
+        if rf == 1 and not _is_loopback(settings.bootstrap):
+            changes.append(
+                TopicChange(
+                    "*",
+                    "warning",
+                    f"replication factor 1 on {settings.bootstrap}: one broker's disk holds the only copy"
+                    " (set PODLEDGER_REPLICATION_FACTOR=3)",
+                )
+            )
         if present:
+            for name, replicas in (await topic_replication(admin, present)).items():
+                if replicas < rf:
+                    detail = f"{replicas} replicas, {rf} configured: reassign its partitions to raise it"
+                    changes.append(TopicChange(name, "warning", detail))
             partitions = await topic_partitions(admin, present)
             for name in present:
                 if partitions[name] != settings.partitions:
@@ -133,7 +153,7 @@ async def ensure_topics(settings: Settings) -> list[TopicChange]:
                     )
             current = await topic_configs(admin, present)
             drifted = {
-                name: {k: v for k, v in wanted[name].configs().items() if current[name].get(k) != v}
+                name: {k: v for k, v in wanted[name].configs(rf).items() if current[name].get(k) != v}
                 for name in present
             }
             to_alter = {name: diff for name, diff in drifted.items() if diff}
@@ -141,12 +161,12 @@ async def ensure_topics(settings: Settings) -> list[TopicChange]:
                 await admin.alter_configs(
                     [
                         # AlterConfigs replaces the topic's whole dynamic config: send all of ours.
-                        ConfigResource(ConfigResourceType.TOPIC, name, wanted[name].configs())
+                        ConfigResource(ConfigResourceType.TOPIC, name, wanted[name].configs(rf))
                         for name in to_alter
                     ]
                 )
                 await _until(
-                    lambda: _configs_match(admin, {n: wanted[n].configs() for n in to_alter}),
+                    lambda: _configs_match(admin, {n: wanted[n].configs(rf) for n in to_alter}),
                     "altered topic configs to take effect",
                 )
             for name in present:
@@ -184,6 +204,20 @@ async def topic_partitions(admin: AIOKafkaAdminClient, names: list[str]) -> dict
     return {t["topic"]: len(t["partitions"]) for t in described}
 
 
+async def topic_replication(admin: AIOKafkaAdminClient, names: list[str]) -> dict[str, int]:
+    """The fewest replicas any partition of each topic has."""
+    described = await admin.describe_topics(names)
+    return {t["topic"]: min((len(p["replicas"]) for p in t["partitions"]), default=0) for t in described}
+
+
+def _is_loopback(bootstrap: str) -> bool:
+    """Every bootstrap server is on this machine: the local broker, for tests and the demo."""
+    hosts = [
+        server.strip().rsplit(":", 1)[0].strip("[]") for server in bootstrap.split(",") if server.strip()
+    ]
+    return bool(hosts) and all(h in ("localhost", "::1") or h.startswith("127.") for h in hosts)
+
+
 async def topic_configs(admin: AIOKafkaAdminClient, names: list[str]) -> dict[str, dict[str, str]]:
     responses = await admin.describe_configs(
         [ConfigResource(ConfigResourceType.TOPIC, name) for name in names]
@@ -211,7 +245,7 @@ async def describe(settings: Settings) -> dict[str, dict[str, str]]:
             if name not in existing:
                 result[name] = {"state": "missing"}
                 continue
-            managed = {k: configs[name].get(k, "") for k in spec.configs()}
+            managed = {k: configs[name].get(k, "") for k in spec.configs(settings.replication_factor)}
             result[name] = {"partitions": str(partitions[name]), **managed}
         return result
     finally:
