@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import signal
 from collections.abc import Callable, Coroutine
@@ -82,6 +83,12 @@ def run_pipeline(
     from podledger.streams.app import Pipeline
 
     require_bootstrap(settings)
+    if "fold" not in roles and not settings.app_id:
+        # Not the fold's consumer group: a sink-only worker joining it would take fold partitions
+        # (and, under ACLs, need the right to commit the fold's offsets).
+        settings = dataclasses.replace(
+            settings, app_id=f"{settings.topic_prefix}{'-'.join(sorted(roles))}-worker"
+        )
     pipeline = Pipeline(settings, fold="fold" in roles)
     api_source = bool(roles & {"source", "node"}) and settings.api_source
     kube = connect_kube(settings, register_node=api_source) if "sink" in roles or api_source else None

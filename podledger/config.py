@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import socket
 from dataclasses import dataclass, field
@@ -11,6 +12,7 @@ from typing import Any
 from podledger.errors import UserError
 
 ENV_PREFIX = "PODLEDGER_"
+MAX_RUN_AS_ID = 2_147_483_647  # the largest uid/gid a pod's securityContext may name
 
 
 def _default_node() -> str:
@@ -39,6 +41,10 @@ class Settings:
         ""  # where the process runtime keeps state.json and logs; default under the cache
     )
     sim_seed: int = 0  # jitter seed of the sim runtime
+    # What the process runtime runs a container as when the node agent is root and the pod sets no
+    # runAsUser/runAsGroup: an unprivileged id (65534 is nobody/nogroup), never root.
+    runtime_default_uid: int = 65534
+    runtime_default_gid: int = 65534
     relist_period_s: float = 1.0  # the PLEG's relist period
     pod_resync_s: float = 60.0  # a pod worker looks at its pod at least this often (syncFrequency)
     health_port: int = 0  # the node agent serves /healthz on 127.0.0.1:<port>; 0 turns it off
@@ -62,11 +68,11 @@ class Settings:
     # with a keyring folds only records whose writer it can prove.
     node_secret_file: str = ""  # this node's secret (podledger keys new); empty: records go unsigned
     keyring_file: str = ""  # the fold's node -> status key map; empty: the writer is not checked
-    # Kafka client security, passed through to aiokafka and Faust.
-    kafka_security_protocol: str = "PLAINTEXT"
-    kafka_sasl_mechanism: str = ""
+    # Kafka client security, passed through to aiokafka and Faust (README.md, "Securing Kafka").
+    kafka_security_protocol: str = "PLAINTEXT"  # PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL
+    kafka_sasl_mechanism: str = ""  # PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512
     kafka_sasl_username: str = ""
-    kafka_sasl_password: str = ""
+    kafka_sasl_password: str = field(default="", repr=False)  # never in repr, logs or error lines
     kafka_ssl_cafile: str = ""
     kafka_ssl_certfile: str = ""
     kafka_ssl_keyfile: str = ""
@@ -100,6 +106,31 @@ class Settings:
             raise UserError(f"PODLEDGER_RUNTIME must be process or sim, not {self.runtime!r}")
         if self.relist_period_s <= 0 or self.pod_resync_s <= 0:
             raise UserError("relist and resync periods must be > 0")
+        for name in ("runtime_default_uid", "runtime_default_gid"):
+            if not 1 <= getattr(self, name) <= MAX_RUN_AS_ID:
+                raise UserError(
+                    f"{ENV_PREFIX}{name.upper()} must be an unprivileged id, from 1 to {MAX_RUN_AS_ID}"
+                )
+        self._check_kafka_security()
+
+    def _check_kafka_security(self) -> None:
+        """The Kafka security settings fit together; no message names the password."""
+        protocol = self.kafka_security_protocol
+        if protocol not in KAFKA_SECURITY_PROTOCOLS:
+            raise UserError(
+                f"PODLEDGER_KAFKA_SECURITY_PROTOCOL must be one of {', '.join(KAFKA_SECURITY_PROTOCOLS)},"
+                f" not {protocol!r}"
+            )
+        if protocol.startswith("SASL_"):
+            if self.sasl_mechanism() not in KAFKA_SASL_MECHANISMS:
+                raise UserError(
+                    f"PODLEDGER_KAFKA_SASL_MECHANISM must be one of {', '.join(KAFKA_SASL_MECHANISMS)}"
+                    f" with {protocol}, not {self.kafka_sasl_mechanism!r}"
+                )
+            if not self.kafka_sasl_username or not self.kafka_sasl_password:
+                raise UserError(
+                    f"{protocol} needs PODLEDGER_KAFKA_SASL_USERNAME and PODLEDGER_KAFKA_SASL_PASSWORD"
+                )
 
     def runtime_dir(self) -> str:
         """The process runtime's state directory: one per node, so agents of several nodes never share it."""
@@ -117,12 +148,18 @@ class Settings:
         """The full (prefixed) Kafka topic name of a logical topic."""
         return self.topic_prefix + name
 
+    def sasl_mechanism(self) -> str:
+        """The SASL mechanism as Kafka spells it (scram_sha_512 -> SCRAM-SHA-512); empty: none."""
+        return self.kafka_sasl_mechanism.strip().upper().replace("_", "-")
+
     def kafka_client_options(self) -> dict[str, Any]:
         """Security options for aiokafka clients."""
         opts: dict[str, Any] = {"security_protocol": self.kafka_security_protocol}
-        if self.kafka_sasl_mechanism:
+        if self.kafka_security_protocol.startswith("SASL_"):
+            # aiokafka logs every request at debug level, SASL tokens included (PLAIN's holds the password).
+            logging.getLogger("aiokafka.conn").addFilter(_HIDE_SASL_TOKENS)
             opts.update(
-                sasl_mechanism=self.kafka_sasl_mechanism,
+                sasl_mechanism=self.sasl_mechanism(),
                 sasl_plain_username=self.kafka_sasl_username,
                 sasl_plain_password=self.kafka_sasl_password,
             )
@@ -135,6 +172,26 @@ class Settings:
                 keyfile=self.kafka_ssl_keyfile or None,
             )
         return opts
+
+
+KAFKA_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+KAFKA_SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+class _HideSaslTokens(logging.Filter):
+    """Replaces SASL authentication requests and responses in aiokafka's debug lines by a placeholder."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple) and any(_is_sasl_token(a) for a in record.args):
+            record.args = tuple("<SASL token hidden>" if _is_sasl_token(a) else a for a in record.args)
+        return True
+
+
+def _is_sasl_token(value: Any) -> bool:
+    return type(value).__name__.startswith("SaslAuthenticate")
+
+
+_HIDE_SASL_TOKENS = _HideSaslTokens()
 
 
 _TRUE = frozenset({"true", "1", "yes", "on"})

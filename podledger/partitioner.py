@@ -11,7 +11,30 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from aiokafka.partitioner import murmur2
+_SEED, _M, _R = 0x9747B28C, 0x5BD1E995, 24
+_MASK = 0xFFFFFFFF
+
+
+def murmur2(data: bytes) -> int:
+    """Kafka's murmur2 (the Java client's Utils.murmur2) as an unsigned 32-bit value; kept here,
+    pure, so the fold's core can compute partitions without a Kafka client."""
+    length = len(data)
+    h = (_SEED ^ length) & _MASK
+    whole = length - length % 4
+    for i in range(0, whole, 4):
+        k = (int.from_bytes(data[i : i + 4], "little") * _M) & _MASK
+        k ^= k >> _R
+        h = ((h * _M) & _MASK) ^ ((k * _M) & _MASK)
+    tail = length % 4
+    if tail == 3:
+        h ^= data[whole + 2] << 16
+    if tail >= 2:
+        h ^= data[whole + 1] << 8
+    if tail >= 1:
+        h = ((h ^ data[whole]) * _M) & _MASK
+    h ^= h >> 13
+    h = (h * _M) & _MASK
+    return h ^ (h >> 15)
 
 
 @lru_cache(maxsize=65536)

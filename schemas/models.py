@@ -14,7 +14,28 @@ from podledger.types import JSONDict
 # The closed sets a value's fields draw from are the enums of podledger.types (PodOp,
 # PlegEventType, ProbeType, ProbeResult, LifecycleKind); the JSON schemas list the same values.
 POD_SOURCES = ("file", "http", "api")
-DEAD_LETTER_REASONS = ("malformed", "schema", "unknown_op", "oversize", "unknown_pod")
+DEAD_LETTER_REASONS = (
+    "malformed",
+    "schema",
+    "unknown_op",
+    "oversize",
+    "unknown_pod",
+    "forged",
+    "replayed",
+    "unusable",
+)
+
+# Identifiers that end up in file paths (the process runtime's state directory) and API paths (the
+# sink): the ingress schemas (pod-updates, pleg, probe-results, pod-lifecycle) restrict a pod's UID,
+# name and namespace to these patterns and lengths, so no `/`, NUL, `..` or path of its own gets in.
+# A UID is one plain token (the apiserver's UUIDs, a static pod's hex hash); a name is a DNS-1123
+# subdomain and a namespace a DNS-1123 label (or empty, defaulted later), as the apiserver validates.
+UID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]*$"
+UID_MAX_LENGTH = 128
+NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+NAME_MAX_LENGTH = 253
+NAMESPACE_PATTERN = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$"
+NAMESPACE_MAX_LENGTH = 63
 
 
 @dataclass(slots=True)
@@ -135,5 +156,7 @@ class DeadLetter:
     partition: int
     offset: int
     key_b64: str | None
-    value_b64: str | None
+    value_b64: str | None  # the original bytes, or their first DEAD_LETTER_VALUE_MAX when longer
     ts_ms: int
+    value_size: int | None = None  # set when value_b64 holds only a prefix: the original's length
+    value_sha256: str | None = None  # ... and its SHA-256 (hex)

@@ -36,6 +36,7 @@ from podledger.streams.fold import (
     decode_input,
     expire_held,
     fold_event,
+    unusable,
 )
 from podledger.types import Topic
 
@@ -137,7 +138,10 @@ class BatchFold:
         partition = at.partition if partition is None else partition
         key = event.uid.encode()
         before = self.record(key)
-        record, outputs = fold_event(before, at, event, self.limits, proof)
+        try:
+            record, outputs = fold_event(before, at, event, self.limits, proof)
+        except Exception as exc:  # poison: parked with its coordinates, the batch goes on
+            record, outputs = before, [unusable(at, event, exc)]
         if record is not before:
             self.batch.changed[key] = (partition, record)
         for out in outputs:

@@ -9,6 +9,7 @@ A pod record (`PodRecord`) is a plain dict, stored as JSON on fold-state.
 from __future__ import annotations
 
 import base64
+import hashlib
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
@@ -167,7 +168,10 @@ def fold_event(
             if record is None:  # announced only to be removed: the held events have no pod
                 outputs.append(_dead_letter_unknown_pod(event.uid, held_at, held_event, "pod removed"))
                 continue
-            record, more = _apply(record, held_at, held_event, record["applied"], held_item.proof)
+            try:
+                record, more = _apply(record, held_at, held_event, record["applied"], held_item.proof)
+            except Exception as exc:  # one unusable held event does not take the others with it
+                more = [unusable(held_at, held_event, exc)]
             outputs += more
         return record, outputs
     return _apply(record, at, event, record["applied"] if record is not None else {}, proof)
@@ -357,19 +361,39 @@ def _publish_version(record: PodRecord, kind: str, at: Coordinates) -> list[Outp
     ]
 
 
+# A dead letter must fit under the broker's default message limit (1 MiB) after base64 (4/3):
+# longer values keep a prefix, their length and their digest.
+DEAD_LETTER_VALUE_MAX = 600_000
+DEAD_LETTER_KEY_MAX = 4_096
+DEAD_LETTER_DETAIL_MAX = 2_000
+
+
 def dead_letter(reason: str, detail: str, at: Coordinates, key: bytes | None, value: bytes | None) -> Output:
-    """A dead-letter output carrying the original bytes and where they came from."""
+    """A dead-letter output carrying the original bytes (or a bounded prefix plus the original's
+    length and SHA-256) and where they came from."""
+    clipped = value is not None and len(value) > DEAD_LETTER_VALUE_MAX
     letter = models.DeadLetter(
         reason=reason,
-        detail=detail,
+        detail=detail[:DEAD_LETTER_DETAIL_MAX],
         topic=at.topic,
         partition=at.partition,
         offset=at.offset,
-        key_b64=None if key is None else base64.b64encode(key).decode(),
-        value_b64=None if value is None else base64.b64encode(value).decode(),
+        key_b64=None if key is None else base64.b64encode(key[:DEAD_LETTER_KEY_MAX]).decode(),
+        value_b64=None if value is None else base64.b64encode(value[:DEAD_LETTER_VALUE_MAX]).decode(),
         ts_ms=at.ts_ms,
     )
-    return Output(Topic.DEAD_LETTER, key.decode(errors="replace") if key else "", letter)
+    if clipped:
+        assert value is not None
+        letter.value_size, letter.value_sha256 = len(value), hashlib.sha256(value).hexdigest()
+    return Output(
+        Topic.DEAD_LETTER, key[:DEAD_LETTER_KEY_MAX].decode(errors="replace") if key else "", letter
+    )
+
+
+def unusable(at: Coordinates, event: Any, error: Exception) -> Output:
+    """The dead letter for a schema-valid event the rules failed on: the fold goes on without it."""
+    detail = f"{at.topic} event the fold could not apply: {error.__class__.__name__}: {error}"
+    return dead_letter("unusable", detail, at, str(getattr(event, "uid", "")).encode(), encode(event))
 
 
 def decode_input(topic: str, at: Coordinates, key: bytes | None, value: bytes | None, max_bytes: int) -> Any:

@@ -210,12 +210,13 @@ class Sink:
                 continue
             try:
                 outcome, api_uid = await asyncio.to_thread(self._sync_pod, uid, vs)
-            except KubeError as exc:
+            except Exception as exc:  # an apiserver error, or a status the sink cannot use: this pod only
                 entry.failures += 1
-                self.stats["errors"] += 1
+                self.stats["errors" if isinstance(exc, KubeError) else "unusable"] += 1
                 delay = min(RETRY_FIRST_S * 2 ** (entry.failures - 1), RETRY_MAX_S)
+                what = str(exc) if isinstance(exc, KubeError) else f"{exc.__class__.__name__}: {exc}"
                 pod_logger(log, vs.namespace, vs.name, vs.uid).warning(
-                    "sync v%d failed (%s); retry in %.1fs", vs.version, exc, delay
+                    "sync v%d failed (%s); retry in %.1fs", vs.version, what, delay
                 )
                 self._schedule(uid, delay)
                 continue

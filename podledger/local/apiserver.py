@@ -21,7 +21,7 @@ from podledger.local.processes import free_port, need_tool, spawn, stop_process,
 class KubeHandle:
     kubeconfig: str
     server: str
-    token: str
+    token: str = field(repr=False)  # an admin's: never in a log line
     pids: list[int]
     workdir: str
     logs: list[str]

@@ -50,6 +50,49 @@ def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     yield from _users_or_ours("KUBECONFIG", local.start_kube, tmp_path_factory.mktemp("kube"), "kubeconfig")
 
 
+SECURE_USERS = ("fold", "sink", "consumer", "node-a", "node-b")
+
+
+class SecureKafka:
+    """The session's broker with SASL_SSL (SCRAM-SHA-512) and ACLs: an `admin` super user and the
+    users of SECURE_USERS, each with a random password (podledger.local.broker.KafkaSecurity)."""
+
+    def __init__(self, handle: local.KafkaHandle, security: local.KafkaSecurity) -> None:
+        self.handle, self.security = handle, security
+        self.bootstrap, self.log = handle.bootstrap, Path(handle.log)
+
+    def password(self, user: str) -> str:
+        return self.security.all_users()[user]
+
+    def env(self, user: str, password: str | None = None) -> dict[str, str]:
+        """PODLEDGER_BOOTSTRAP and PODLEDGER_KAFKA_* for a podledger process acting as `user`."""
+        return self.handle.client_env(user, self.password(user) if password is None else password)
+
+    def settings(
+        self, user: str, topic_prefix: str, password: str | None = None, **overrides: Any
+    ) -> Settings:
+        return Settings.from_env(
+            env=self.env(user, password), topic_prefix=topic_prefix, partitions=3, **overrides
+        )
+
+    def client_options(self, user: str, password: str | None = None) -> dict[str, Any]:
+        """aiokafka keyword arguments to connect as `user`."""
+        return self.handle.client_options(user, self.password(user) if password is None else password)
+
+
+@pytest.fixture(scope="session")
+def secure_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureKafka]:
+    """A second broker, started once per session: SASL_SSL + SCRAM-SHA-512, TLS from its own CA,
+    the StandardAuthorizer (nothing allowed without an ACL). Always ours: it needs its passwords."""
+    security = local.KafkaSecurity.with_users(*SECURE_USERS)
+    handle = local.start_kafka(tmp_path_factory.mktemp("secure-kafka"), security=security)
+    _started.append(handle)
+    try:
+        yield SecureKafka(handle, security)
+    finally:
+        handle.stop()
+
+
 @pytest.fixture
 def topic_prefix() -> str:
     """A prefix of its own for each test, so tests never see each other's messages."""

@@ -1,4 +1,4 @@
-"""deploy/docker-compose.yml is valid and the image installs our package."""
+"""deploy/docker-compose.yml (and its SASL overlay) is valid and the image installs our package."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import sys
 import tomllib
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -18,18 +19,29 @@ from tests.support import REPO_ROOT
 DEPLOY = REPO_ROOT / "deploy"
 
 
-def compose_config(tmp_path: Path) -> dict:
+def run_compose_config(tmp_path: Path, *overlays: str, env: dict[str, str] | None = None) -> Any:
+    """`docker-compose config` of docker-compose.yml plus `overlays` (files in deploy/)."""
     compose = shutil.which("docker-compose")
     assert compose, "docker-compose is needed (make test installs Debian's package)"
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text("{}")
-    result = subprocess.run(
-        [compose, "-p", "podledger", "-f", str(DEPLOY / "docker-compose.yml"), "config"],
+    files = [arg for name in ("docker-compose.yml", *overlays) for arg in ("-f", str(DEPLOY / name))]
+    return subprocess.run(
+        [compose, "-p", "podledger", *files, "config"],
         capture_output=True,
         text=True,
         timeout=120,
-        env={"PATH": "/usr/bin:/bin", "KUBECONFIG": str(kubeconfig), "PODLEDGER_NODE": "node-7"},
+        env={
+            "PATH": "/usr/bin:/bin",
+            "KUBECONFIG": str(kubeconfig),
+            "PODLEDGER_NODE": "node-7",
+            **(env or {}),
+        },
     )
+
+
+def compose_config(tmp_path: Path, *overlays: str, env: dict[str, str] | None = None) -> dict:
+    result = run_compose_config(tmp_path, *overlays, env=env)
     assert result.returncode == 0, result.stderr
     return yaml.safe_load(result.stdout)
 
@@ -79,6 +91,86 @@ def test_compose_environment_names_real_settings(tmp_path: Path) -> None:
         podledger_vars = {k for k in env if k.startswith(ENV_PREFIX)}
         assert podledger_vars and podledger_vars <= known, podledger_vars - known
         assert Settings.from_env({k: str(v) for k, v in env.items()}).bootstrap == "kafka:9092"
+
+
+def published_ports(service: dict) -> list[tuple[str, str]]:
+    """(host address, host port) of each published port, in short or long syntax."""
+    out = []
+    for port in service.get("ports") or []:
+        if isinstance(port, dict):
+            out.append((port.get("host_ip", ""), str(port.get("published", ""))))
+        else:
+            parts = str(port).split("/")[0].split(":")
+            out.append((parts[0] if len(parts) == 3 else "", parts[-2] if len(parts) > 1 else ""))
+    return out
+
+
+def test_kafka_is_published_on_loopback_only_by_default(tmp_path: Path) -> None:
+    assert published_ports(compose_config(tmp_path)["services"]["kafka"]) == [("127.0.0.1", "29092")]
+
+
+SASL_PASSWORDS = {
+    f"PODLEDGER_KAFKA_{role}_PASSWORD": f"{role.lower()}-pw"
+    for role in ("ADMIN", "FOLD", "SINK", "NODE", "CONSUMER")
+}
+
+
+def test_the_sasl_overlay_needs_every_password(tmp_path: Path) -> None:
+    missing = dict(SASL_PASSWORDS)
+    del missing["PODLEDGER_KAFKA_SINK_PASSWORD"]
+    result = run_compose_config(tmp_path, "docker-compose.sasl.yml", env=missing)
+    assert result.returncode != 0
+    assert "PODLEDGER_KAFKA_SINK_PASSWORD" in result.stderr
+
+
+def test_the_sasl_overlay_gives_every_role_its_own_user(tmp_path: Path) -> None:
+    from podledger.acls import Namespace
+
+    config = compose_config(tmp_path, "docker-compose.sasl.yml", env=SASL_PASSWORDS)
+    services = config["services"]
+    assert set(services) == {"kafka", "topics", "acls", "podledger", "sink", "node"}
+
+    kafka = services["kafka"]
+    script = " ".join(kafka["command"]).replace("$$", "$")
+    for line in (
+        "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "allow.everyone.if.no.acl.found=false",
+        "super.users=User:admin",
+        "sasl.enabled.mechanisms=SCRAM-SHA-512",
+        "listener.security.protocol.map=CONTROLLER:SASL_PLAINTEXT,INTERNAL:SASL_PLAINTEXT,HOST:SASL_PLAINTEXT",
+        "CONTROLLER://127.0.0.1:9093",  # the controller listens on the container's loopback only
+    ):
+        assert line in script
+    assert "--add-scram" in script and "--command-config" in " ".join(kafka["healthcheck"]["test"])
+    assert kafka["environment"]["KAFKA_ADMIN_PASSWORD"] == "admin-pw"
+    assert kafka["environment"]["KAFKA_NODE_USER"] == "node-7"
+    assert published_ports(kafka) == [("127.0.0.1", "29092")]
+
+    users = {}
+    for name in ("topics", "acls", "podledger", "sink", "node"):
+        env = services[name]["environment"]
+        settings = Settings.from_env({k: str(v) for k, v in env.items()})  # checks the SASL settings too
+        assert (settings.kafka_security_protocol, settings.sasl_mechanism()) == (
+            "SASL_PLAINTEXT",
+            "SCRAM-SHA-512",
+        )
+        assert settings.bootstrap == "kafka:9092"
+        users[name] = (settings.kafka_sasl_username, settings.kafka_sasl_password)
+    assert users == {
+        "topics": ("admin", "admin-pw"),
+        "acls": ("admin", "admin-pw"),
+        "podledger": ("fold", "fold-pw"),
+        "sink": ("sink", "sink-pw"),
+        "node": ("node-7", "node-pw"),
+    }
+    assert services["podledger"]["command"] == ["run", "--roles", "fold"]
+    assert services["sink"]["command"] == ["run", "--roles", "sink"]
+    # The sink's Faust worker has an app id of its own, the one `acls apply` grants it.
+    assert services["sink"]["environment"]["PODLEDGER_APP_ID"] == Namespace("podledger.", "", "").sink_app_id
+    assert services["acls"]["command"][:4] == ["acls", "apply", "--nodes", "node-7"]
+    assert services["acls"]["depends_on"]["topics"]["condition"] == "service_completed_successfully"
+    for name in ("podledger", "sink", "node"):
+        assert services[name]["depends_on"]["acls"]["condition"] == "service_completed_successfully"
 
 
 def test_dockerfile_installs_the_package_the_tests_install() -> None:

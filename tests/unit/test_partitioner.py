@@ -51,3 +51,18 @@ def test_matches_kafkas_java_murmur2(tmp_path: Path) -> None:
         timeout=120,
     ).stdout.split()
     assert [int(x) for x in out] == [partition_for_node(n, 12) for n in NODES]
+
+
+def test_our_murmur2_equals_the_kafka_clients_on_random_bytes() -> None:
+    """partitioner.murmur2 is our own, so the pure core needs no Kafka client; it must agree with
+    aiokafka's bit for bit, for every tail length."""
+    import random
+
+    from aiokafka.partitioner import murmur2 as client_murmur2
+
+    from podledger.partitioner import murmur2
+
+    rng = random.Random(7)
+    for _ in range(5000):
+        data = bytes(rng.randrange(256) for _ in range(rng.randrange(0, 64)))
+        assert murmur2(data) == client_murmur2(data) & 0xFFFFFFFF, data
