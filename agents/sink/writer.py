@@ -144,6 +144,7 @@ class Sink:
             "errors": 0,
             "dropped": 0,
             "not_bound": 0,
+            "unusable": 0,  # a status the sink could not use (the pod retries with back-off)
         }
 
     # ------------------------------------------------------------------ input
@@ -200,33 +201,37 @@ class Sink:
 
     async def _worker(self) -> None:
         while True:
-            uid = await self._next_due()
-            entry = self.pods.get(uid)
-            if entry is None:
-                continue
-            entry.queued = False
-            vs = entry.desired
-            if vs.version <= entry.written:
-                continue
-            try:
-                outcome, api_uid = await asyncio.to_thread(self._sync_pod, uid, vs)
-            except Exception as exc:  # an apiserver error, or a status the sink cannot use: this pod only
-                entry.failures += 1
-                self.stats["errors" if isinstance(exc, KubeError) else "unusable"] += 1
-                delay = min(RETRY_FIRST_S * 2 ** (entry.failures - 1), RETRY_MAX_S)
-                what = str(exc) if isinstance(exc, KubeError) else f"{exc.__class__.__name__}: {exc}"
-                pod_logger(log, vs.namespace, vs.name, vs.uid).warning(
-                    "sync v%d failed (%s); retry in %.1fs", vs.version, what, delay
-                )
-                self._schedule(uid, delay)
-                continue
-            if outcome == SinkOutcome.NO_MIRROR:
-                # A static pod is written only through its mirror (syncBatch); the node agent creates it.
-                entry.failures += 1
-                self._schedule(uid, min(RETRY_FIRST_S * 2 ** (entry.failures - 1), RETRY_MAX_S))
-                continue
-            entry.failures = 0
-            await self._after_sync(uid, entry, vs, outcome, api_uid)
+            await self.sync_one(await self._next_due())
+
+    async def sync_one(self, uid: str) -> None:
+        """One syncPod for a due pod. Nothing it meets escapes: an apiserver error or a status the
+        sink cannot use stays with that pod, which is retried with back-off (logged and counted)."""
+        entry = self.pods.get(uid)
+        if entry is None:
+            return
+        entry.queued = False
+        vs = entry.desired
+        if vs.version <= entry.written:
+            return
+        try:
+            outcome, api_uid = await asyncio.to_thread(self._sync_pod, uid, vs)
+        except Exception as exc:  # an apiserver error, or a status the sink cannot use: this pod only
+            entry.failures += 1
+            self.stats["errors" if isinstance(exc, KubeError) else "unusable"] += 1
+            delay = min(RETRY_FIRST_S * 2 ** (entry.failures - 1), RETRY_MAX_S)
+            what = str(exc) if isinstance(exc, KubeError) else f"{exc.__class__.__name__}: {exc}"
+            pod_logger(log, vs.namespace, vs.name, vs.uid).warning(
+                "sync v%d failed (%s); retry in %.1fs", vs.version, what, delay
+            )
+            self._schedule(uid, delay)
+            return
+        if outcome == SinkOutcome.NO_MIRROR:
+            # A static pod is written only through its mirror (syncBatch); the node agent creates it.
+            entry.failures += 1
+            self._schedule(uid, min(RETRY_FIRST_S * 2 ** (entry.failures - 1), RETRY_MAX_S))
+            return
+        entry.failures = 0
+        await self._after_sync(uid, entry, vs, outcome, api_uid)
 
     async def _after_sync(
         self,
