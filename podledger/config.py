@@ -36,6 +36,9 @@ class Settings:
     file_check_s: float = 20.0  # rescan period of the file source (inotify also wakes it)
     http_check_s: float = 20.0  # poll period of the http source
     api_source: bool = True  # watch the apiserver for this node's pods
+    # The node agent's /healthz fails once the apiserver pod watch has been down (or not yet listed)
+    # this long; a half-open connection counts as down once the watch's read timeout notices it.
+    api_watch_down_s: float = 60.0
     runtime: str = "process"  # the node agent's container runtime: process or sim
     runtime_state_dir: str = (
         ""  # where the process runtime keeps state.json and logs; default under the cache
@@ -94,23 +97,19 @@ class Settings:
         return settings
 
     def check(self) -> None:
-        if self.partitions < 1:
-            raise UserError(f"partitions must be at least 1, got {self.partitions}")
+        """Every setting within its range (RANGES, CHOICES); a UserError naming the variable and
+        what it accepts otherwise, so a bad value stops the process at start (exit code 2)."""
+        for name, (low, high) in RANGES.items():
+            value = getattr(self, name)
+            if not low <= value <= high:
+                raise UserError(f"{ENV_PREFIX}{name.upper()}={value} is out of range: from {low} to {high}")
+        for name, allowed in CHOICES.items():
+            if str(getattr(self, name)).lower() not in allowed:
+                raise UserError(
+                    f"{ENV_PREFIX}{name.upper()}={getattr(self, name)!r} is not one of {', '.join(allowed)}"
+                )
         if not self.node:
             raise UserError("node name is empty: set PODLEDGER_NODE or --node")
-        if self.sink_read not in ("get", "watch"):
-            raise UserError(f"PODLEDGER_SINK_READ must be get or watch, not {self.sink_read!r}")
-        if self.sink_qps <= 0 or self.sink_burst < 1:
-            raise UserError("sink QPS must be > 0 and burst >= 1")
-        if self.runtime not in ("process", "sim"):
-            raise UserError(f"PODLEDGER_RUNTIME must be process or sim, not {self.runtime!r}")
-        if self.relist_period_s <= 0 or self.pod_resync_s <= 0:
-            raise UserError("relist and resync periods must be > 0")
-        for name in ("runtime_default_uid", "runtime_default_gid"):
-            if not 1 <= getattr(self, name) <= MAX_RUN_AS_ID:
-                raise UserError(
-                    f"{ENV_PREFIX}{name.upper()} must be an unprivileged id, from 1 to {MAX_RUN_AS_ID}"
-                )
         self._check_kafka_security()
 
     def _check_kafka_security(self) -> None:
@@ -193,6 +192,36 @@ def _is_sasl_token(value: Any) -> bool:
 
 _HIDE_SASL_TOKENS = _HideSaslTokens()
 
+
+# The accepted range of every numeric setting, inclusive (README.md, "Configuration").
+RANGES: dict[str, tuple[float, float]] = {
+    "file_check_s": (0.1, 3600),
+    "http_check_s": (0.1, 3600),
+    "api_watch_down_s": (1, 3600),
+    "sim_seed": (0, 2**32 - 1),
+    "runtime_default_uid": (1, MAX_RUN_AS_ID),  # unprivileged: never root
+    "runtime_default_gid": (1, MAX_RUN_AS_ID),
+    "relist_period_s": (0.05, 60),
+    "pod_resync_s": (1, 86_400),
+    "health_port": (0, 65_535),
+    "partitions": (1, 10_000),
+    "replication_factor": (1, 32),
+    "max_event_bytes": (1_024, 64 << 20),
+    "hold_max_events": (0, 100_000),
+    "hold_max_ms": (0, 86_400_000),
+    "fold_batch_size": (1, 100_000),
+    "fold_batch_ms": (0, 60_000),
+    "session_timeout_ms": (6_000, 1_800_000),  # the broker's default group session limits
+    "sink_qps": (0.1, 100_000),
+    "sink_burst": (1, 100_000),
+    "sink_workers": (1, 1_024),
+    "sink_reconcile_ms": (100, 86_400_000),
+}
+CHOICES: dict[str, tuple[str, ...]] = {
+    "runtime": ("process", "sim"),
+    "sink_read": ("get", "watch"),
+    "log_level": ("debug", "info", "warning", "error", "critical"),
+}
 
 _TRUE = frozenset({"true", "1", "yes", "on"})
 _FALSE = frozenset({"false", "0", "no", "off"})

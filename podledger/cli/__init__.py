@@ -12,6 +12,7 @@ import signal
 import sys
 
 from podledger.cli import acls, bench, demo, fold, keys, local, pipeline, topics
+from podledger.config import CHOICES
 from podledger.errors import UserError
 from podledger.logs import setup_logging
 
@@ -31,7 +32,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    setup_logging(getattr(args, "log_level", None) or os.environ.get("PODLEDGER_LOG_LEVEL", "warning"))
+    level = getattr(args, "log_level", None) or os.environ.get("PODLEDGER_LOG_LEVEL", "warning")
+    if level.lower() not in CHOICES["log_level"]:
+        allowed = ", ".join(CHOICES["log_level"])
+        print(f"podledger: error: PODLEDGER_LOG_LEVEL={level!r} is not one of {allowed}", file=sys.stderr)
+        return 2
+    setup_logging(level)
     # Writing to a closed pipe (podledger fold | head) ends quietly, as other Unix tools do.
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:

@@ -6,6 +6,7 @@ import pytest
 
 from podledger.config import Settings
 from podledger.errors import UserError
+from tests.support import run_podledger
 
 
 @pytest.mark.parametrize(
@@ -45,3 +46,39 @@ def test_a_bad_number_is_an_error_naming_the_variable() -> None:
 def test_overrides_win_over_the_environment() -> None:
     settings = Settings.from_env(env={"PODLEDGER_API_SOURCE": "true"}, api_source=False)
     assert settings.api_source is False
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "accepted"),
+    [
+        ("PODLEDGER_SINK_WORKERS", "0", "from 1 to 1024"),
+        ("PODLEDGER_SINK_RECONCILE_MS", "-5", "from 100 to 86400000"),
+        ("PODLEDGER_HEALTH_PORT", "70000", "from 0 to 65535"),
+        ("PODLEDGER_PARTITIONS", "0", "from 1 to 10000"),
+        ("PODLEDGER_RELIST_PERIOD_S", "nan", "from 0.05 to 60"),
+        ("PODLEDGER_RUNTIME_DEFAULT_UID", "0", "from 1 to"),
+        ("PODLEDGER_SESSION_TIMEOUT_MS", "100", "from 6000 to 1800000"),
+        ("PODLEDGER_RUNTIME", "docker", "not one of process, sim"),
+        ("PODLEDGER_LOG_LEVEL", "loud", "not one of debug, info, warning, error, critical"),
+    ],
+)
+def test_a_setting_out_of_range_exits_2_with_one_line_naming_it(
+    variable: str, value: str, accepted: str
+) -> None:
+    result = run_podledger("topics", "describe", env={"PODLEDGER_BOOTSTRAP": "127.0.0.1:1", variable: value})
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert variable in lines[0] and accepted in lines[0]
+
+
+def test_every_numeric_setting_has_a_range_and_its_default_is_in_it() -> None:
+    import dataclasses
+
+    from podledger.config import RANGES
+
+    numeric = {f.name for f in dataclasses.fields(Settings) if str(f.type) in ("int", "float")}
+    assert numeric == set(RANGES)
+    defaults = Settings()
+    for name, (low, high) in RANGES.items():
+        assert low <= getattr(defaults, name) <= high, name
