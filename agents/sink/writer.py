@@ -27,7 +27,6 @@ import asyncio
 import contextlib
 import heapq
 import logging
-import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 
 from podledger.agents.kube import Kube, KubeError
 from podledger.agents.sink import decisions as api_sync
+from podledger.agents.sink.cache import PodCache
 from podledger.config import Settings
 from podledger.kafka import new_consumer, read_to_end
 from podledger.logs import pod_logger
@@ -67,51 +67,6 @@ def mirror_matches(api_pod: JSONDict, vs: models.VersionedPodStatus) -> bool:
     which is the static pod's config hash)."""
     annotations = (api_pod.get("metadata") or {}).get("annotations") or {}
     return bool(api_sync.is_mirror_pod(api_pod) and annotations[CONFIG_MIRROR_ANNOTATION] == vs.uid)
-
-
-class PodCache:
-    """Pods as the apiserver's watch last showed them, keyed by (namespace, name).
-
-    With it the sink reads the pod it writes from memory instead of a GET (half the requests).
-    A stale copy is safe: the UID precondition refuses a write to a recreated pod, and the
-    periodic reconcile repairs what a patch computed against an old copy missed."""
-
-    def __init__(self, kube: Kube) -> None:
-        self.kube = kube
-        self.pods: dict[tuple[str, str], JSONDict] = {}
-        self.synced = threading.Event()
-        self._stop = threading.Event()
-
-    def on_event(self, kind: str, pod: JSONDict) -> None:
-        if kind == "RELISTED":
-            alive = set(pod["uids"])
-            for key, cached in list(self.pods.items()):
-                if cached["metadata"]["uid"] not in alive:
-                    self.pods.pop(key, None)
-            self.synced.set()
-            return
-        meta = pod["metadata"]
-        key = (meta.get("namespace") or "default", meta["name"])
-        if kind == "DELETED":
-            if (self.pods.get(key) or {}).get("metadata", {}).get("uid") == meta["uid"]:
-                self.pods.pop(key, None)
-        else:
-            self.pods[key] = pod
-
-    def get(self, namespace: str, name: str) -> JSONDict | None:
-        return self.pods.get((namespace, name))
-
-    def start(self) -> None:
-        thread = threading.Thread(
-            target=self.kube.list_and_watch_pods,
-            args=(self.on_event, self._stop),
-            name="sink-pod-cache",
-            daemon=True,
-        )
-        thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
 
 
 class Sink:
