@@ -173,7 +173,11 @@ def make_runtime(settings: Settings) -> Runtime:
         return SimRuntime(seed=settings.sim_seed)
     from podledger.agents.runtime.process import ProcessRuntime
 
-    return ProcessRuntime(Path(settings.runtime_dir()))
+    return ProcessRuntime(
+        Path(settings.runtime_dir()),
+        default_uid=settings.runtime_default_uid,
+        default_gid=settings.runtime_default_gid,
+    )
 
 
 def run_until_signalled(main: Coroutine[Any, Any, Any]) -> int:

@@ -7,6 +7,11 @@ timeouts, bad status codes, non-zero exits) is a plain Failure, as in pkg/probe/
 
 Containers of the process runtime are local processes sharing the host network, so exec commands run
 here with the container's env and working directory, and network probes dial the pod IP (loopback).
+
+What a probe target answers (an exec command's output, a redirect's body) may hold anything, a dumped
+configuration or a token included: `run_check` logs it at debug level only, and the outcome it returns,
+which becomes the event message, says what happened without it. Messages name a command as the spec
+wrote it, before $(VAR) expansion, so env values do not reach the logs either.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import signal
 import socket
@@ -48,11 +54,15 @@ from podledger.types import ProbeResult, ProbeType
 
 CheckFn = Callable[..., Awaitable[CheckOutcome]]
 
+log = logging.getLogger(__name__)
+
 MAX_PROBE_RETRIES = 3  # attempts per probe, repeated only while the attempt errors
+DEFAULT_RUN_AS_ID = 65534  # as the process runtime's default: nobody/nogroup
 MAX_OUTPUT_BYTES = 10 * 1024  # exec output and HTTP bodies are cut at 10 KiB, as upstream
 MAX_REDIRECTS = 10
 USER_AGENT = "kube-probe/podledger"  # applications match the "kube-probe/" prefix
 _REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})
+_REDIRECT_WARNING = "Probe terminated redirects"
 
 
 async def exec_check(
@@ -68,9 +78,23 @@ async def exec_check(
     (upstream's behaviour with ExecProbeTimeout on). A command that cannot be started at all is an
     error, as containerd reports a failed exec, so the prober retries and then discards it.
     """
+    outcome, _ = await _run_exec(command, env=env, cwd=cwd, timeout_s=timeout_s)
+    return outcome
+
+
+async def _run_exec(
+    command: Sequence[str],
+    *,
+    env: Sequence[Mapping[str, Any]] | None,
+    cwd: str | None,
+    timeout_s: float,
+    run_as: Mapping[str, Any] | None = None,
+) -> tuple[CheckOutcome, int | None]:
+    """`exec_check`'s outcome, plus the command's exit status when it ran to its end (None otherwise)."""
     argv = expand_command(command, env)
     if not argv:
-        return CheckOutcome.errored("exec probe has no command")
+        return CheckOutcome.errored("exec probe has no command"), None
+    shown = json.dumps(" ".join(str(part) for part in command))  # as written: no expanded env values
     environ = {"PATH": os.environ.get("PATH") or DEFAULT_PATH}
     for item in env or []:
         environ[str(item["name"])] = str(item.get("value") or "")
@@ -83,9 +107,10 @@ async def exec_check(
             env=environ,
             cwd=cwd or None,
             start_new_session=True,
+            **_run_as_options(run_as),
         )
     except OSError as e:
-        return CheckOutcome.errored(f"failed to exec {json.dumps(' '.join(argv))}: {e}")
+        return CheckOutcome.errored(f"failed to exec {shown}: {e}"), None
     output = bytearray()
 
     async def collect() -> None:
@@ -102,12 +127,21 @@ async def exec_check(
     except TimeoutError:
         _kill_group(proc)
         await proc.wait()
-        return CheckOutcome.failed(f"command {json.dumps(' '.join(argv))} timed out")
+        return CheckOutcome.failed(f"command {shown} timed out"), None
     except BaseException:  # cancelled: leave no process behind
         _kill_group(proc)
         raise
     text = output.decode(errors="replace")
-    return CheckOutcome(CheckResult.SUCCESS if proc.returncode == 0 else CheckResult.FAILURE, text)
+    result = CheckResult.SUCCESS if proc.returncode == 0 else CheckResult.FAILURE
+    return CheckOutcome(result, text), proc.returncode
+
+
+def _without_output(outcome: CheckOutcome, container: Mapping[str, Any], summary: str) -> CheckOutcome:
+    """The outcome with the target's own output replaced by `summary`; that output goes to the debug log,
+    and only for a failure or a warning (a success's output is never shown)."""
+    if outcome.output and outcome.result != CheckResult.SUCCESS:
+        log.debug("probe of container %s: %s; its output: %s", container.get("name"), summary, outcome.output)
+    return CheckOutcome(outcome.result, summary, outcome.error)
 
 
 def _kill_group(proc: asyncio.subprocess.Process) -> None:
@@ -194,7 +228,7 @@ async def http_get_check(
                     if 200 <= status < 300:
                         return CheckOutcome(CheckResult.SUCCESS, body)
                     if 300 <= status < 400:
-                        warning = f"Probe terminated redirects, Response body: {body}"
+                        warning = f"{_REDIRECT_WARNING}, Response body: {body}"
                         return CheckOutcome(CheckResult.WARNING, warning)
                     # never put the body in a failure message (upstream issue 99425)
                     return CheckOutcome.failed(f"HTTP probe failed with statuscode: {status}")
@@ -281,6 +315,21 @@ async def grpc_check(
     return CheckOutcome(CheckResult.SUCCESS, "service healthy")
 
 
+def _run_as_options(security_context: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A root agent runs an exec probe as its container runs (runAsUser/runAsGroup, else the
+    unprivileged default), with no supplementary groups, so the command cannot reach the agent's
+    credentials; an agent that is not root runs it as itself."""
+    if os.geteuid() != 0:
+        return {}
+    context = security_context or {}
+    user, group = context.get("runAsUser"), context.get("runAsGroup")
+    return {
+        "user": DEFAULT_RUN_AS_ID if user is None else int(user),
+        "group": DEFAULT_RUN_AS_ID if group is None else int(group),
+        "extra_groups": [],
+    }
+
+
 def _go_code_name(code: grpc.StatusCode) -> str:
     """grpc-go's spelling of a status code (NotFound, DeadlineExceeded, ...)."""
     return "".join(part.capitalize() for part in code.name.split("_")).replace("Ok", "OK")
@@ -297,12 +346,18 @@ async def run_check(
     container = container or {}
     timeout_s = float(probe.get("timeoutSeconds") or DEFAULT_TIMEOUT_S)
     if probe.get("exec") is not None:
-        return await exec_check(
+        outcome, status = await _run_exec(
             list(probe["exec"].get("command") or []),
             env=container.get("env"),
             cwd=container.get("workingDir"),
             timeout_s=timeout_s,
+            run_as=container.get("securityContext"),
         )
+        if status is None:  # not run, or timed out: the outcome holds no output of the command's
+            return outcome
+        if status < 0:
+            return _without_output(outcome, container, f"command was killed by signal {-status}")
+        return _without_output(outcome, container, f"command exited with code {status}" if status else "")
     if probe.get("httpGet") is not None:
         action = probe["httpGet"]
         try:
@@ -314,9 +369,12 @@ async def run_check(
         path = str(action.get("path") or "")
         if path and not path.startswith("/"):
             path = "/" + path
-        return await http_get_check(
+        outcome = await http_get_check(
             f"{scheme}://{target}{path}", headers=action.get("httpHeaders"), timeout_s=timeout_s
         )
+        if outcome.result == CheckResult.WARNING and outcome.output.startswith(_REDIRECT_WARNING):
+            return _without_output(outcome, container, _REDIRECT_WARNING)
+        return outcome
     if probe.get("tcpSocket") is not None:
         action = probe["tcpSocket"]
         try:

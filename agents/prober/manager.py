@@ -291,7 +291,8 @@ class Prober:
             if not step.run_probe:
                 return step.keep_going
             host = str((status or {}).get("podIP") or self.default_host)
-            verdict = await execute_probe(worker.probe_type, worker.container, host=host, check=self.check)
+            container = _with_run_as(worker.pod, worker.container)
+            verdict = await execute_probe(worker.probe_type, container, host=host, check=self.check)
             if verdict.event_reason is not None:
                 self._record_event(worker, verdict.event_reason, verdict.event_message)
             worker.state, step = after_probe(worker.state, worker.container, verdict.result, verdict.error)
@@ -331,3 +332,14 @@ class Prober:
                 except Exception:
                     # The local result stands (the pod worker acts on it); the topic misses this change.
                     worker.log.exception("publishing %s %s=%s failed", worker.name, container_id, result)
+
+
+def _with_run_as(pod: JSONDict, container: JSONDict) -> JSONDict:
+    """The container with the ids it runs as (its securityContext over the pod's), so an exec probe
+    runs as the container does, never as the agent."""
+    pod_context = (pod.get("spec") or {}).get("securityContext") or {}
+    own = dict(container.get("securityContext") or {})
+    for key in ("runAsUser", "runAsGroup"):
+        if own.get(key) is None and pod_context.get(key) is not None:
+            own[key] = pod_context[key]
+    return {**container, "securityContext": own}

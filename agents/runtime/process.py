@@ -5,39 +5,204 @@ log files and graceful termination, without containerd. State is persisted to `<
 after every change, so a restarted agent adopts the processes it left running instead of starting them
 twice.
 
-Limits, on purpose: `image` is only recorded, there is no isolation beyond the process group, env `valueFrom`
-and `$(VAR)` expansion are not supported, and an adopted process's exit code cannot be known (it is not our
-child), so such an exit is reported with state "unknown", which the fold turns into ContainerStatusUnknown.
+What a container gets (docs/architecture.md, "What the node agent trusts"):
+
+- its spec's env on top of PATH and HOSTNAME defaults, never the agent's environment;
+- when the agent is root, the uid and gid of `securityContext.runAsUser`/`runAsGroup` (the container's
+  over the pod's) or else the runtime's unprivileged default (65534), with no supplementary groups;
+  a non-root agent cannot switch, and its containers run as itself;
+- its log file `<uid>/<id>.log` as stdout/stderr, opened by the agent and handed over as a descriptor
+  (the file is the container's, so reopening /dev/stdout works), and a private scratch directory
+  `<uid>/<id>.work` as working directory unless the spec sets `workingDir`, which it gets only if its
+  own uid and gid could reach it. Each pod's directory, and the state directory when the runtime
+  creates it, stay the agent's alone (0700), so no container reaches another's files through them.
+
+Every path built from a pod UID or container id goes through `contained_path`, which refuses anything
+that would not lie strictly inside the state directory. The agent process is made non-dumpable, so even
+a container of its own uid cannot read `/proc/<agent>/environ` or its memory.
+
+Limits, on purpose: `image` is only recorded; there are no namespaces, so containers share the host's
+network, process list and file system with whatever their uid may reach; supplementalGroups, fsGroup
+and allowPrivilegeEscalation are not applied; env `valueFrom` and `$(VAR)` expansion are not supported;
+and an adopted process's exit code cannot be known (it is not our child), so such an exit is reported
+with state "unknown", which the fold turns into ContainerStatusUnknown.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
+import errno
 import json
+import logging
 import os
 import secrets
 import shutil
 import signal
+import stat
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from podledger.agents.runtime.base import ContainerRecord, exit_reason
+from podledger.logs import pod_logger
 from podledger.types import JSONDict, RuntimeContainer, RuntimeSnapshot
 
-__all__ = ["DEFAULT_PATH", "MIN_GRACE_S", "POD_IP", "START_ERROR_EXIT_CODE", "ProcessRuntime"]
+__all__ = [
+    "DEFAULT_PATH",
+    "DEFAULT_RUN_AS_ID",
+    "MAX_RUN_AS_ID",
+    "MIN_GRACE_S",
+    "POD_IP",
+    "START_ERROR_EXIT_CODE",
+    "ProcessRuntime",
+    "UnsafePathError",
+    "contained_path",
+    "forbid_dumps",
+    "requested_ids",
+]
 
+log = logging.getLogger(__name__)
 
 POD_IP = "127.0.0.1"  # processes share the host network, so every pod is reachable on loopback
 MIN_GRACE_S = 2.0  # stop_container never waits less, so a SIGTERM handler always gets a moment to run
 SANDBOX_STOP_GRACE_S = 2.0
 START_ERROR_EXIT_CODE = 128  # what containerd reports when the entrypoint cannot be executed
-DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"  # containerd's default
+DEFAULT_RUN_AS_ID = 65534  # nobody/nogroup: what a root agent runs a container as when the pod says nothing
+MAX_RUN_AS_ID = 2_147_483_647  # the apiserver's bound for runAsUser and runAsGroup
 _POLL_S = 0.02
 _STATE_FILE = "state.json"
+_LOG_SUFFIX = ".log"
+_WORK_SUFFIX = ".work"
+_NAME_MAX = 255  # bytes in one path component (NAME_MAX)
+_HOSTNAME_MAX = 63
+_PR_SET_DUMPABLE = 4  # <linux/prctl.h>
+
+
+class UnsafePathError(ValueError):
+    """A pod UID or container id that would make a runtime path leave the state directory."""
+
+
+def contained_path(state_dir: Path, *names: str) -> Path:
+    """`state_dir/names[0]/names[1]/...` with symlinks resolved, or UnsafePathError.
+
+    Each name must be one plain path component: not empty, not `.` or `..`, without `/` or NUL, at most
+    255 bytes. The resolved result must lie strictly inside the resolved state directory (never the
+    directory itself), so neither a crafted name nor a symlink planted on the way can lead out of it.
+    """
+    for name in names:
+        if not isinstance(name, str) or name in ("", ".", "..") or "/" in name or "\x00" in name:
+            raise UnsafePathError(f"{name!r} is not a plain file name")
+        try:
+            size = len(os.fsencode(name))
+        except UnicodeError:
+            raise UnsafePathError(f"{name!r} is not a plain file name") from None
+        if size > _NAME_MAX:
+            raise UnsafePathError(f"{name[:40]!r}... is longer than {_NAME_MAX} bytes")
+    root = Path(state_dir).resolve()
+    path = root.joinpath(*names).resolve()
+    if root not in path.parents:
+        raise UnsafePathError(f"{'/'.join(names)!r} leads out of the runtime's state directory {root}")
+    return path
+
+
+def forbid_dumps() -> bool:
+    """Make this process non-dumpable (prctl PR_SET_DUMPABLE 0); True if it now is.
+
+    Then only root may read its /proc/<pid>/environ, mem, maps or fds, or ptrace it: a container running
+    under the agent's own uid cannot read the credentials in the agent's environment. The costs: no core
+    dumps, and attaching a debugger or profiler (py-spy) needs root. Linux only; elsewhere a no-op.
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def requested_ids(pod: JSONDict, container: JSONDict) -> tuple[int | None, int | None]:
+    """(runAsUser, runAsGroup) the container asks for: its own securityContext over the pod's, None where
+    neither sets one (as the kubelet merges them).
+
+    Raises ValueError for an id that is not an integer from 0 to 2147483647, and for runAsUser 0 together
+    with runAsNonRoot true (the kubelet's "container's runAsUser breaks non-root policy").
+    """
+    pod_context = (pod.get("spec") or {}).get("securityContext") or {}
+    own_context = container.get("securityContext") or {}
+    name = container.get("name")
+
+    def pick(key: str) -> Any:
+        value = own_context.get(key)
+        return pod_context.get(key) if value is None else value
+
+    ids: list[int | None] = []
+    for key in ("runAsUser", "runAsGroup"):
+        value = pick(key)
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_RUN_AS_ID
+        ):
+            raise ValueError(
+                f"container {name!r}: securityContext.{key} must be an integer from 0 to {MAX_RUN_AS_ID},"
+                f" not {value!r}"
+            )
+        ids.append(value)
+    if pick("runAsNonRoot") is True and ids[0] == 0:
+        raise ValueError(f"container {name!r}: its runAsUser 0 breaks the runAsNonRoot policy")
+    return ids[0], ids[1]
+
+
+def _pod_hostname(pod: JSONDict) -> str:
+    """The pod's host name as the kubelet derives it: spec.hostname or the pod name, cut to 63 chars."""
+    spec, meta = pod.get("spec") or {}, pod.get("metadata") or {}
+    name = str(spec.get("hostname") or meta.get("name") or "")
+    return name[:_HOSTNAME_MAX].rstrip("-.") if len(name) > _HOSTNAME_MAX else name
+
+
+def _require_search(fd: int, uid: int, gid: int, path: str) -> None:
+    """PermissionError unless `uid`:`gid` (no supplementary groups) may search the directory `fd`."""
+    st = os.fstat(fd)
+    if st.st_uid == uid:
+        bit = stat.S_IXUSR
+    elif st.st_gid == gid:
+        bit = stat.S_IXGRP
+    else:
+        bit = stat.S_IXOTH
+    if not st.st_mode & bit:
+        raise PermissionError(errno.EACCES, f"not reachable by uid {uid} gid {gid}", path)
+
+
+def _open_dir_for(path: str, uid: int, gid: int) -> int:
+    """An O_PATH descriptor of the directory `path` (relative: from /), opened only if `uid`:`gid` could
+    reach and enter it themselves; OSError otherwise.
+
+    subprocess changes directory before it switches uid, so a working directory is handed over as
+    /proc/self/fd/<this descriptor>, and this walk is what keeps a container from being placed inside
+    a directory its own uid could not reach (say, under a 0700 /root). Symlinks are resolved first; the
+    walk then refuses any that appears on the way.
+    """
+    real = os.path.realpath(os.path.join("/", path))
+    flags = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
+    fd = os.open("/", flags)
+    try:
+        for name in Path(real).parts[1:]:
+            if uid != 0:
+                _require_search(fd, uid, gid, path)
+            child = os.open(name, flags | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = child
+        if uid != 0:
+            _require_search(fd, uid, gid, path)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _proc_start_ticks(pid: int) -> int | None:
@@ -123,12 +288,34 @@ class ProcessRuntime:
 
     runtime_type = "process"
 
-    def __init__(self, state_dir: Path, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        state_dir: Path,
+        clock: Callable[[], float] = time.time,
+        *,
+        default_uid: int = DEFAULT_RUN_AS_ID,
+        default_gid: int = DEFAULT_RUN_AS_ID,
+    ) -> None:
+        """`default_uid`/`default_gid`: what a root agent runs containers as when their pod sets no
+        runAsUser/runAsGroup (Settings.runtime_default_uid and _gid); never 0."""
+        for what, value in (("uid", default_uid), ("gid", default_gid)):
+            if isinstance(value, bool) or not 1 <= value <= MAX_RUN_AS_ID:
+                raise ValueError(f"default container {what} must be from 1 to {MAX_RUN_AS_ID}, not {value}")
         self._dir = Path(state_dir)
-        self._dir.mkdir(parents=True, exist_ok=True)
+        self._dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._clock = clock
+        self._default_ids = (default_uid, default_gid)
+        self._switch_ids = os.geteuid() == 0  # only root can start a process as another user
+        if not forbid_dumps():
+            log.warning("could not make the node agent non-dumpable: its uid can read its environment")
         self._pods: dict[str, _Pod] = {}
         self._load()
+
+    def _path(self, pod_uid: str, name: str | None = None) -> Path:
+        """The pod's directory, or the file `name` in it; UnsafePathError if it would not be inside the
+        state directory (every path the runtime builds from a UID or container id comes from here)."""
+        names = (pod_uid,) if name is None else (pod_uid, name)
+        return contained_path(self._dir, *names)
 
     # ------------------------------------------------------------------ persistence and adoption
 
@@ -142,17 +329,23 @@ class ProcessRuntime:
             }
             for uid, pod in self._pods.items()
         }
-        tmp = self._dir / (_STATE_FILE + ".tmp")
-        tmp.write_text(json.dumps(data))
-        os.replace(tmp, self._dir / _STATE_FILE)
+        tmp = contained_path(self._dir, _STATE_FILE + ".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        with open(fd, "w") as out:
+            out.write(json.dumps(data))
+        os.replace(tmp, contained_path(self._dir, _STATE_FILE))
 
     def _load(self) -> None:
         """Adopt a previous runtime's pods: live processes stay running, vanished ones become "unknown"."""
-        path = self._dir / _STATE_FILE
+        path = contained_path(self._dir, _STATE_FILE)
         if not path.exists():
             return
         data = json.loads(path.read_text())
         for uid, raw in data.items():
+            try:
+                self._path(uid)
+            except UnsafePathError as e:  # kept so its processes can be stopped; its files are never touched
+                log.warning("runtime state names an unsafe pod UID: %s", e)
             pod = _Pod(str(raw["sandbox_id"]), bool(raw["sandbox_ready"]))
             for fields in raw["containers"]:
                 c = _Container(**fields)
@@ -211,6 +404,7 @@ class ProcessRuntime:
     async def create_sandbox(self, pod: JSONDict) -> str:
         """Bookkeeping only: a fresh ready sandbox id; processes share the host network (POD_IP)."""
         uid = str(pod["metadata"]["uid"])
+        self._path(uid)  # a UID that cannot name a directory inside the state directory gets no sandbox
         sandbox_id = secrets.token_hex(16)
         state = self._pods.get(uid)
         if state is None:
@@ -231,10 +425,13 @@ class ProcessRuntime:
         self._save()
 
     async def start_container(self, pod: JSONDict, container: JSONDict, *, attempt: int) -> str:
-        """Start `command` + `args` (command replaces the entrypoint) with env and workingDir.
+        """Start `command` + `args` (command replaces the entrypoint) with env and workingDir, as the uid and
+        gid the securityContext asks for (see the module docstring).
 
-        A start that cannot exec (missing binary or working dir) is recorded as exited 128 StartError, as
-        containerd reports it, and the error is raised so the pod worker sees the failed start.
+        A start that cannot exec (missing binary, working dir missing or out of the uid's reach) is recorded
+        as exited 128 StartError, as containerd reports it, and the error is raised so the pod worker sees
+        the failed start. A spec that cannot be run at all (no command, an invalid securityContext) is
+        refused with ValueError before anything is created.
         """
         uid = str(pod["metadata"]["uid"])
         state = self._pods.get(uid)
@@ -246,13 +443,12 @@ class ProcessRuntime:
         ]
         if not argv:
             raise ValueError(f"container {name!r}: no command or args (images have no entrypoint here)")
-        env = {"PATH": os.environ.get("PATH") or DEFAULT_PATH}
+        ids = self._run_as(pod, container)
+        env = {"PATH": DEFAULT_PATH, "HOSTNAME": _pod_hostname(pod)}  # nothing of the agent's environment
         for item in container.get("env") or []:
             env[str(item["name"])] = str(item.get("value") or "")
         cid = secrets.token_hex(16)
-        log_dir = self._dir / uid
-        log_dir.mkdir(parents=True, exist_ok=True)
-        log_path = log_dir / f"{cid}.log"
+        log_path = self._path(uid, cid + _LOG_SUFFIX)
         now = self._clock()
         c = _Container(
             id=cid,
@@ -264,16 +460,7 @@ class ProcessRuntime:
         )
         state.containers[cid] = c
         try:
-            with open(log_path, "ab") as log:
-                popen = subprocess.Popen(
-                    argv,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    env=env,
-                    cwd=container.get("workingDir") or None,
-                    start_new_session=True,
-                )
+            popen = self._spawn(argv, env, container.get("workingDir"), ids, uid, cid)
         except OSError as e:
             c.state, c.finished_at, c.exit_code = "exited", now, START_ERROR_EXIT_CODE
             c.reason, c.message = "StartError", str(e)
@@ -284,6 +471,75 @@ class ProcessRuntime:
         c.state, c.started_at = "running", now
         self._save()
         return cid
+
+    def _run_as(self, pod: JSONDict, container: JSONDict) -> tuple[int, int] | None:
+        """(uid, gid) to start the container as, or None when the agent cannot switch (it is not root)."""
+        uid, gid = requested_ids(pod, container)
+        if self._switch_ids:
+            default_uid, default_gid = self._default_ids
+            return (default_uid if uid is None else uid, default_gid if gid is None else gid)
+        if (uid is not None and uid != os.getuid()) or (gid is not None and gid != os.getgid()):
+            meta = pod.get("metadata") or {}
+            pod_logger(log, meta.get("namespace"), meta.get("name"), meta.get("uid")).warning(
+                "container %s asks for uid %s gid %s, but the node agent is not root: it runs as %d:%d",
+                container.get("name"),
+                uid,
+                gid,
+                os.getuid(),
+                os.getgid(),
+            )
+        return None
+
+    def _spawn(
+        self,
+        argv: list[str],
+        env: dict[str, str],
+        working_dir: Any,
+        ids: tuple[int, int] | None,
+        pod_uid: str,
+        cid: str,
+    ) -> subprocess.Popen[bytes]:
+        """Start the process: its own session, stdout+stderr on the log file (the agent opens it and hands
+        the descriptor over, so the state directory stays closed to the container), and with `ids` set,
+        that uid and gid with no supplementary groups."""
+        pod_dir = self._path(pod_uid)
+        pod_dir.mkdir(mode=0o700, exist_ok=True)
+        pod_dir.chmod(0o700)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
+        log_fd = os.open(self._path(pod_uid, cid + _LOG_SUFFIX), flags, 0o600)
+        cwd_fd: int | None = None
+        try:
+            if ids is not None:
+                os.fchown(log_fd, *ids)  # its own stdout: reopening /dev/stdout must work, as with a pipe
+            if working_dir:
+                if ids is not None:
+                    cwd_fd = _open_dir_for(str(working_dir), *ids)
+                    cwd = f"/proc/self/fd/{cwd_fd}"
+                else:
+                    cwd = os.path.join("/", str(working_dir))
+            else:
+                work = self._path(pod_uid, cid + _WORK_SUFFIX)
+                work.mkdir(mode=0o700)
+                if ids is not None:
+                    os.chown(work, *ids)
+                cwd = str(work)
+            return subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log_fd,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=cwd,
+                start_new_session=True,
+                close_fds=True,
+                user=None if ids is None else ids[0],
+                group=None if ids is None else ids[1],
+                extra_groups=None if ids is None else [],
+            )
+        finally:
+            os.close(log_fd)
+            if cwd_fd is not None:
+                os.close(cwd_fd)
 
     async def stop_container(self, pod_uid: str, container_id: str, grace_s: float) -> None:
         """SIGTERM the group, wait up to max(grace_s, 2) s, then SIGKILL it; a no-op unless running."""
@@ -301,7 +557,8 @@ class ProcessRuntime:
         self._save()
 
     async def remove_container(self, pod_uid: str, container_id: str) -> None:
-        """Forget the container and delete its log; a running one is killed first, as a forced remove is."""
+        """Forget the container and delete its log and scratch directory; a running one is killed first,
+        as a forced remove is."""
         state = self._pods.get(pod_uid)
         c = state.containers.get(container_id) if state is not None else None
         if state is None or c is None:
@@ -309,20 +566,27 @@ class ProcessRuntime:
         if c.state == "running":
             await self.stop_container(pod_uid, container_id, 0.0)
         del state.containers[container_id]
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(c.log_path)
         self._save()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self._path(pod_uid, container_id + _LOG_SUFFIX))
+        shutil.rmtree(self._path(pod_uid, container_id + _WORK_SUFFIX), ignore_errors=True)
 
     async def remove_sandbox(self, pod_uid: str) -> None:
-        """Forget the pod: its containers are killed if still running, its logs deleted (RemovePodSandbox)."""
+        """Forget the pod: its containers are killed if still running, its directory (logs and scratch
+        directories) deleted (RemovePodSandbox).
+
+        A UID that does not name a directory strictly inside the state directory is forgotten with its
+        processes stopped, but nothing is deleted: UnsafePathError is raised instead.
+        """
         state = self._pods.get(pod_uid)
         if state is None:
             return
-        for cid in list(state.containers):
-            await self.remove_container(pod_uid, cid)
+        for cid, c in list(state.containers.items()):
+            if c.state == "running":
+                await self.stop_container(pod_uid, cid, 0.0)
         self._pods.pop(pod_uid, None)
-        shutil.rmtree(self._dir / pod_uid, ignore_errors=True)
         self._save()
+        shutil.rmtree(self._path(pod_uid), ignore_errors=True)
 
     def relist(self, now: float) -> dict[str, RuntimeSnapshot]:
         """{pod uid: snapshot} at `now`, after a non-blocking check of every running process."""

@@ -44,6 +44,8 @@ def test_process_pods_run_restart_fail_and_are_deleted_gracefully(
                     "server",
                     "python:3.11",
                     command=[sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
+                    # As the test's own user: this interpreter may sit in a directory only it can enter.
+                    securityContext={"runAsUser": os.getuid(), "runAsGroup": os.getgid()},
                 ),
                 pods.container("once", "busybox", command=["sh", "-c", "echo done"]),
                 # Ignores SIGTERM (the ignore is inherited by sleep): only the grace period's SIGKILL ends it.

@@ -8,6 +8,7 @@ are docs/kubelet-rules.md's "Probe results in the status" and "Reacting to resul
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from pathlib import Path
@@ -29,7 +30,9 @@ def exec_probe(path: Path, **fields: Any) -> JSONDict:
 
 def create(kube: Any, node: str, name: str, container: JSONDict) -> str:
     """A pod whose one container "main" sleeps, with `container`'s further fields (its probes)."""
-    main = pods.container("main", "busybox", command=["sleep", "1000"], **container)
+    # As the test's own user: its exec probes test files under the test's private temp directory.
+    run_as = {"securityContext": {"runAsUser": os.getuid(), "runAsGroup": os.getgid()}}
+    main = pods.container("main", "busybox", command=["sleep", "1000"], **run_as, **container)
     pod = kube.create_pod(pods.pod([main], name=name, uid=None, node=node, terminationGracePeriodSeconds=2))
     return str(pod["metadata"]["uid"])
 

@@ -8,6 +8,7 @@ grpc.aio server implementing grpc.health.v1.Health with a generic handler: nothi
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import ssl
 import threading
@@ -462,3 +463,24 @@ def test_stop_interrupts_the_wait_between_probes() -> None:
         return time.monotonic() - started
 
     assert asyncio.run(scenario()) < 0.5
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="switching uid needs a root agent (CI runs as root)")
+def test_an_exec_probe_runs_as_its_container_and_cannot_read_the_agents_environment() -> None:
+    """An exec probe runs commands from the pod spec: a root agent runs it as the container runs
+    (runAsUser/runAsGroup, else 65534), never as root, so it cannot read the agent's environ."""
+    mine = f"/proc/{os.getpid()}/environ"
+
+    def check(script: str, context: dict[str, Any] | None = None) -> CheckResult:
+        probe = {"exec": {"command": ["sh", "-c", script]}, "timeoutSeconds": 5}
+        container = {"name": "main", **({"securityContext": context} if context else {})}
+        return asyncio.run(run_check(probe, container)).result
+
+    assert check('test "$(id -u):$(id -g)" = 65534:65534 && test -z "$(id -G | tr -d 65534)"') == (
+        CheckResult.SUCCESS
+    )
+    assert check('test "$(id -u):$(id -g)" = 1234:2345', {"runAsUser": 1234, "runAsGroup": 2345}) == (
+        CheckResult.SUCCESS
+    )
+    assert check(f"cat {mine} >/dev/null 2>&1") == CheckResult.FAILURE
+    assert check(f"cat {mine} >/dev/null 2>&1", {"runAsUser": 0}) == CheckResult.SUCCESS  # asked for root

@@ -28,7 +28,9 @@ from tests import pods
 T = TypeVar("T")
 PY = sys.executable
 UID = "pod-1"
-POD = pods.pod(name="p", uid=UID)
+# These tests are about process lifecycles, not identities: the pod runs as the test's own user, so the
+# interpreter and the test's temp dirs stay reachable (test_runtime_containment.py covers the identities).
+POD = pods.pod(name="p", uid=UID, securityContext={"runAsUser": os.getuid(), "runAsGroup": os.getgid()})
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:
