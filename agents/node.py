@@ -163,31 +163,56 @@ class NodeAgent:
         if result.probe != ProbeType.READINESS:
             self.workers.wake(result.uid)
 
-    def health(self) -> tuple[bool, str]:
-        """The PLEG's relist health (generic.go Healthy), as the kubelet's healthz reports it."""
-        return self.pleg.health.healthy(time.time())
+    def health(self, check: str = "") -> tuple[bool, str]:
+        """The node agent's health: the PLEG's relist health (generic.go Healthy), as the kubelet's
+        healthz reports it, and the apiserver source's watch, unhealthy once it has been down for more
+        than PODLEDGER_API_WATCH_DOWN_S, and Kafka delivery, unhealthy while its records cannot be
+        delivered. `check` names one of them ("pleg", "apiserver" or "kafka"); the reasons of every
+        failing one are joined."""
+        now = time.time()
+        checks: list[tuple[str, tuple[bool, str]]] = [
+            ("pleg", self.pleg.health.healthy(now)),
+            ("kafka", self.publisher.health.healthy()),
+        ]
+        for source in self.sources:
+            watch = getattr(source, "healthy", None)  # the apiserver source
+            if watch is not None:
+                checks.append(("apiserver", watch(now, self.settings.api_watch_down_s)))
+        failing = [why for name, (ok, why) in checks if not ok and check in ("", name)]
+        return (False, "; ".join(failing)) if failing else (True, "ok")
 
     async def _watch_health(self, period_s: float = 5.0) -> None:
-        """Log each change of the relist health, so an operator sees a stuck runtime."""
+        """Log each change of the agent's health, so an operator sees a stuck runtime, watch or broker."""
         healthy: bool | None = None
         while True:
             await asyncio.sleep(period_s)
             ok, why = self.health()
             if ok != healthy:
-                (log.info if ok else log.warning)("node %s: pleg %s", self.node, "healthy" if ok else why)
+                (log.info if ok else log.warning)(
+                    "node %s: %s", self.node, "healthy" if ok else f"unhealthy: {why}"
+                )
                 healthy = ok
 
     async def _serve_health(self) -> None:
-        """GET /healthz: 200 "ok" while the PLEG relists, 500 with the reason otherwise."""
+        """GET /healthz: 200 "ok" while the PLEG relists and the apiserver watch is up (or down for
+        less than PODLEDGER_API_WATCH_DOWN_S), 500 with the reasons otherwise. /healthz/pleg,
+        /healthz/apiserver and /healthz/kafka answer for one check alone."""
+        paths = {
+            "/healthz": "",
+            "/healthz/pleg": "pleg",
+            "/healthz/apiserver": "apiserver",
+            "/healthz/kafka": "kafka",
+        }
 
         async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             try:
                 request = await asyncio.wait_for(reader.readline(), 5)
                 parts = request.decode(errors="replace").split()
-                ok, why = self.health()
-                if len(parts) < 2 or parts[1].split("?")[0] not in ("/healthz", "/healthz/pleg"):
+                path = parts[1].split("?")[0] if len(parts) >= 2 else ""
+                if path not in paths:
                     status, body = "404 Not Found", "not found"
                 else:
+                    ok, why = self.health(paths[path])
                     status, body = ("200 OK", "ok") if ok else ("500 Internal Server Error", why)
                 data = body.encode() + b"\n"
                 writer.write(

@@ -3,6 +3,10 @@
 The watch runs in a daemon thread (the client is blocking) and hands events to the event loop.
 The kubelet's podStorage (agents/sources/pod_config.py) turns each new list into incremental ops
 (ADD, UPDATE, DELETE, REMOVE, RECONCILE), published one pod per message on pod-updates.
+
+Nothing ends the source but cancellation: the watch restarts after any failure (Kube.list_and_watch_pods),
+an event it cannot handle is logged and skipped, and `health` tells the node agent's /healthz whether the
+watch is up.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from podledger.agents.kube import Kube
+from podledger.agents.kube import WATCH_TIMEOUT_S, Kube, WatchHealth
 from podledger.agents.sink.decisions import is_mirror_pod
 from podledger.agents.sources.pod_config import PodStorage
 from podledger.agents.sources.publish import publish_merge
@@ -32,8 +36,13 @@ class ApiserverSource:
         publish: PublishUpdate,
         storage: PodStorage | None = None,
         on_mirror: Callable[[str, JSONDict], None] | None = None,
+        *,
+        watch_timeout_s: int = WATCH_TIMEOUT_S,
     ) -> None:
         self.kube = kube
+        # Each watch asks the server for watch_timeout_s to twice that; the client read timeout follows.
+        self.watch_timeout_s = watch_timeout_s
+        self.health = WatchHealth()
         # Mirror pods are the apiserver's view of this node's static pods: never run, only reported.
         self.on_mirror = on_mirror
         self.mirrors: dict[str, JSONDict] = {}
@@ -54,9 +63,16 @@ class ApiserverSource:
         try:
             while True:
                 kind, pod = await queue.get()
-                await self._handle(kind, pod)
+                try:
+                    await self._handle(kind, pod)
+                except Exception:  # one bad event must not end the source
+                    log.exception("apiserver source: skipping a %s event it could not handle", kind)
         finally:
             stop.set()
+
+    def healthy(self, now: float, down_after_s: float) -> tuple[bool, str]:
+        """Unhealthy once the watch has been down (or not yet listed) for more than `down_after_s`."""
+        return self.health.healthy(now, down_after_s)
 
     async def _handle(self, kind: str, pod: JSONDict) -> None:
         """Every change of the apiserver's list is a SET of the whole list (config/apiserver.go),
@@ -94,4 +110,10 @@ class ApiserverSource:
         def put(kind: str, pod: JSONDict) -> None:
             loop.call_soon_threadsafe(queue.put_nowait, (kind, pod))
 
-        self.kube.list_and_watch_pods(put, stop, field_selector=self.selector)
+        self.kube.list_and_watch_pods(
+            put,
+            stop,
+            field_selector=self.selector,
+            watch_timeout_s=self.watch_timeout_s,
+            health=self.health,
+        )

@@ -131,7 +131,7 @@ def test_http_source_follows_the_url(settings: Settings, podledger_process) -> N
         assert len(updates(settings)) == 1
         handler.status = 200
         second = make_pod(name="worker")
-        handler.body = orjson.dumps({"kind": "PodList", "items": [pod, second]})
+        handler.body = orjson.dumps({"apiVersion": "v1", "kind": "PodList", "items": [pod, second]})
         got = wait_for(
             lambda: (u := updates(settings)) and len(u) >= 2 and u, timeout=30, what="ADD worker", alive=proc
         )
@@ -147,3 +147,71 @@ def test_http_source_follows_the_url(settings: Settings, podledger_process) -> N
         assert proc.stop() == 0
     finally:
         server.shutdown()
+
+
+BAD_MANIFESTS = {
+    "set.yaml": MANIFEST.format(image="app:1") + "  extra: !!set {a, b}\n",
+    "intkey.yaml": MANIFEST.format(image="app:1").replace("  name: web\n", "  name: web\n  labels: {1: a}\n"),
+    "spec.yaml": "apiVersion: v1\nkind: Pod\nmetadata: {name: spec}\nspec: abc\n",
+    "bomb.yaml": (
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: bomb}\nspec:\n  containers:\n    - name: main\n"
+        '      args: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]\n'
+        + "".join(
+            f"      {b}: &{b} [{', '.join(['*' + a] * 9)}]\n"
+            for a, b in zip("abcdefgh", "bcdefghi", strict=True)
+        )
+    ),
+    "list.yaml": "apiVersion: v1\nkind: PodList\nitems: []\n",
+}
+
+
+def test_bad_manifests_never_stop_the_file_source_and_a_broken_edit_keeps_the_pod(
+    settings: Settings, tmp_path: Path, podledger_process
+) -> None:
+    """docs/kubelet-rules.md, "The file source": every bad file is reported once with its path and
+    reason, however often the directory is rescanned; a good file edited into a bad one (here: caught
+    half-written) keeps its pod; the other files keep working."""
+    asyncio.run(ensure_topics(settings))
+    manifests = tmp_path / "manifests"
+    manifests.mkdir()
+    for name, text in BAD_MANIFESTS.items():
+        (manifests / name).write_text(text)
+    good = MANIFEST.format(image="app:1")
+    (manifests / "web.yaml").write_text(good)
+    proc = podledger_process(
+        ["run", "--roles", "source"],
+        env=source_env(settings, PODLEDGER_MANIFEST_DIR=str(manifests), PODLEDGER_FILE_CHECK_S="0.5"),
+    )
+    [add] = wait_for(lambda: (u := updates(settings)) and u, timeout=60, what="ADD web", alive=proc)
+    assert (add.op, add.pod["metadata"]["name"]) == ("ADD", f"web-{settings.node}")
+
+    (manifests / "web.yaml").write_text(good[: good.index("  containers:")])  # caught mid-write
+    asyncio.run(asyncio.sleep(3))  # several rescans
+    assert [u.op for u in updates(settings)] == ["ADD"]  # no REMOVE: the pod keeps running
+    (manifests / "web.yaml").write_text(good)  # the write completes: the same pod, nothing to do
+    (manifests / "other.yaml").write_text(MANIFEST.format(image="app:1").replace("name: web", "name: other"))
+    got = wait_for(
+        lambda: (u := updates(settings)) and len(u) >= 2 and u, timeout=30, what="ADD other", alive=proc
+    )
+    asyncio.run(asyncio.sleep(1))
+    assert (
+        [(u.op, u.pod["metadata"]["name"]) for u in updates(settings)]
+        == [
+            ("ADD", f"web-{settings.node}"),
+            ("ADD", f"other-{settings.node}"),
+        ]
+        == [(u.op, u.pod["metadata"]["name"]) for u in got]
+    )
+
+    output = proc.output()
+    for name in BAD_MANIFESTS:
+        assert output.count(f"skipping manifest {manifests / name}:") == 1, (name, output)
+    # The edit may be seen empty (truncated) and then cut short: each content is reported once.
+    kept = [
+        line.split(" msg=", 1)[1]
+        for line in output.splitlines()
+        if f"manifest {manifests / 'web.yaml'} is refused; its last good pod keeps running" in line
+    ]
+    assert kept and len(kept) == len(set(kept)), kept
+    assert "tag !!set is not allowed" in output and "with its aliases expanded" in output
+    assert proc.stop() == 0
