@@ -5,6 +5,8 @@ once (none of the batch they arrived in is lost)."""
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
 
 import orjson
 import pytest
@@ -64,6 +66,9 @@ def test_poison_in_a_batch_is_parked_and_every_good_event_is_folded(
     poison = poison_updates(template)
     for i, value in enumerate(poison):
         asyncio.run(send_raw(settings, "pod-updates", node, f"poison-{i}".encode(), value, first[-1].ts_ms))
+    # 800 KB of garbage: its dead letter, in base64, would not fit under the broker's 1 MiB limit.
+    garbage = b"\xff" * 800_000
+    asyncio.run(send_raw(settings, "pleg", node, b"garbage", garbage, first[-1].ts_ms))
     asyncio.run(produce(settings, rest))
 
     journal = wait_for(
@@ -80,8 +85,8 @@ def test_poison_in_a_batch_is_parked_and_every_good_event_is_folded(
     assert len({(e.topic, e.partition, e.offset) for e in entries}) == EVENTS == len(entries)
     letters = wait_for(
         lambda: (
-            (msgs := asyncio.run(read_topic(settings, "dead-letter", len(poison), idle=0.5)))
-            and len(msgs) >= len(poison)
+            (msgs := asyncio.run(read_topic(settings, "dead-letter", len(poison) + 1, idle=0.5)))
+            and len(msgs) >= len(poison) + 1
             and msgs
         ),
         timeout=60,
@@ -89,8 +94,13 @@ def test_poison_in_a_batch_is_parked_and_every_good_event_is_folded(
         alive=proc,
     )
     dead = [decode("dead-letter", v) for _, _, v in letters]
+    (big,) = [d for d in dead if d.topic == "pleg"]
+    assert big.reason == "malformed" and big.value_size == len(garbage)
+    assert big.value_sha256 == hashlib.sha256(garbage).hexdigest()
+    assert garbage.startswith(base64.b64decode(big.value_b64 or ""))
+    dead = [d for d in dead if d.topic != "pleg"]
     assert sorted(d.key_b64 for d in dead) == sorted(
-        __import__("base64").b64encode(f"poison-{i}".encode()).decode() for i in range(len(poison))
+        base64.b64encode(f"poison-{i}".encode()).decode() for i in range(len(poison))
     )
     assert all(d.reason == "schema" for d in dead), [(d.reason, d.detail) for d in dead]
     history = history_by_version(asyncio.run(read_topic(settings, "pod-status-history", 1, idle=1.0)))
