@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, TypeAlias
 
 from aiokafka.admin import AIOKafkaAdminClient
-from aiokafka.errors import KafkaConnectionError, KafkaError, for_code
+from aiokafka.errors import KafkaError, for_code
 from aiokafka.protocol.admin import (
     CreateAclsRequest_v1,
     DeleteAclsRequest_v1,
@@ -41,6 +41,7 @@ from podledger import acls
 from podledger.acls import Binding, Namespace, PatternType, Permission, Plan, Principals, ResourceType
 from podledger.config import Settings
 from podledger.errors import UserError
+from podledger.streams.topics import start_admin
 
 log = logging.getLogger(__name__)
 
@@ -49,30 +50,6 @@ _MATCH = 2  # pattern type filter: every pattern that matches the name
 
 
 # ------------------------------------------------------------------------------ connecting
-
-
-async def start_admin(settings: Settings) -> AIOKafkaAdminClient:
-    """An admin client of the configured cluster, with a one-line UserError when it cannot connect."""
-    admin = AIOKafkaAdminClient(
-        bootstrap_servers=settings.bootstrap,
-        client_id="podledger-acls",
-        request_timeout_ms=15000,
-        **settings.kafka_client_options(),
-    )
-    client_log = logging.getLogger("aiokafka")
-    quiet, client_log.disabled = client_log.disabled, True  # our one-line error says it better
-    try:
-        await asyncio.wait_for(admin.start(), timeout=20)
-    except (TimeoutError, KafkaConnectionError, KafkaError, OSError) as exc:
-        await admin.close()
-        who = f" as {settings.kafka_sasl_username!r}" if settings.kafka_sasl_username else ""
-        raise UserError(
-            f"cannot connect to the Kafka broker at {settings.bootstrap!r}{who}"
-            f" ({exc.__class__.__name__}): check PODLEDGER_BOOTSTRAP and the PODLEDGER_KAFKA_* settings"
-        ) from None
-    finally:
-        client_log.disabled = quiet
-    return admin
 
 
 # ------------------------------------------------------------------------------ ACLs
@@ -196,7 +173,7 @@ async def apply_acls(
     if problems:
         raise UserError("; ".join(problems))
     ns = namespace(settings, consumer_group_prefix)
-    admin = await start_admin(settings)
+    admin = await start_admin(settings, "podledger-acls")
     try:
         try:
             existing = await describe_acls(admin)
@@ -317,7 +294,7 @@ async def set_scram_users(
     for user in users:
         if not user.name or not user.password:
             raise UserError(f"SCRAM user {user.name!r}: both a name and a password are needed")
-    admin = await start_admin(settings)
+    admin = await start_admin(settings, "podledger-acls")
     try:
         request = _AlterUserScramCredentials([_scram_upsertion(u, mechanism, iterations) for u in users])
         response = await admin._send_request(request)

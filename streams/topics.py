@@ -70,26 +70,30 @@ class TopicChange:
     detail: str = ""
 
 
-def admin_client(settings: Settings) -> AIOKafkaAdminClient:
+def admin_client(settings: Settings, client_id: str = "podledger-admin") -> AIOKafkaAdminClient:
     return AIOKafkaAdminClient(
         bootstrap_servers=settings.bootstrap,
-        client_id="podledger-admin",
+        client_id=client_id,
         request_timeout_ms=15000,
         **settings.kafka_client_options(),
     )
 
 
-async def start_admin(settings: Settings) -> AIOKafkaAdminClient:
-    admin = admin_client(settings)
+async def start_admin(settings: Settings, client_id: str = "podledger-admin") -> AIOKafkaAdminClient:
+    """A started admin client, or a one-line UserError (a wrong password looks, to aiokafka, like
+    an unreachable broker, so the message names both)."""
+    admin = admin_client(settings, client_id)
     client_log = logging.getLogger("aiokafka")
     quiet, client_log.disabled = client_log.disabled, True  # our one-line error says it better
     try:
         await asyncio.wait_for(admin.start(), timeout=20)
     except (TimeoutError, KafkaConnectionError, KafkaError, OSError) as exc:
         await admin.close()
+        who = f" as {settings.kafka_sasl_username!r}" if settings.kafka_sasl_username else ""
         raise UserError(
-            f"cannot reach the Kafka broker at {settings.bootstrap!r} ({exc.__class__.__name__}):"
-            " start it with 'podledger local up' or set PODLEDGER_BOOTSTRAP"
+            f"cannot reach the Kafka broker at {settings.bootstrap!r}{who} ({exc.__class__.__name__}):"
+            " start it with 'podledger local up' or set PODLEDGER_BOOTSTRAP, and check the"
+            " PODLEDGER_KAFKA_* settings"
         ) from None
     finally:
         client_log.disabled = quiet
