@@ -172,13 +172,20 @@ class Pipeline:
                 for partition in sorted({e.message.partition for e in events} - self._recovered):
                     await self._restore(partition)
                 fold = self._batch_fold()
+                folded: dict[int, dict[str, int]] = {}  # partition -> {topic: newest offset folded}
                 for event in events:
                     message = event.message
                     topic = self._by_kafka_name[message.topic]
+                    if message.offset <= self.state.input_offset(message.partition, topic):
+                        # Folded and stored already; Faust redelivers from an older commit after a
+                        # rebalance or a crash. A removed pod has no record to skip it by.
+                        continue
+                    offsets = folded.setdefault(message.partition, {})
+                    offsets[topic] = max(offsets.get(topic, -1), message.offset)
                     at = Coordinates(topic, message.partition, message.offset, int(message.timestamp * 1000))
                     fold.add_message(at, event.key, event.value, message.headers or ())
                 fold.expire_held(self._waiting)
-                await self._commit(fold.batch)
+                await self._commit(fold.batch, inputs=folded)
         finally:
             await self._stop_output_producer()
 
@@ -193,8 +200,15 @@ class Pipeline:
             partitions=self.settings.partitions,
         )
 
-    async def _commit(self, batch: Batch, journal_end: dict[int, int] | None = None) -> None:
-        """Steps 2-4 of the protocol: journal, then the other outputs, then the records."""
+    async def _commit(
+        self,
+        batch: Batch,
+        journal_end: dict[int, int] | None = None,
+        inputs: dict[int, dict[str, int]] | None = None,
+    ) -> None:
+        """Steps 2-4 of the protocol: journal, then the other outputs, then the records, then each
+        partition's marker (its last journal offset and, from `inputs`, the newest input offsets
+        folded per topic)."""
         self._clock.update(batch.newest)
         journal_end = dict(journal_end or {})
         delivered = await asyncio.gather(*[await self._send(out, p) for p, out in batch.journal])
@@ -210,8 +224,12 @@ class Pipeline:
         writes = [
             await self.state.put(producer, key, p, record) for key, (p, record) in batch.changed.items()
         ]
-        for partition, offset in journal_end.items():
-            writes.append(await self.state.put_journal_marker(producer, partition, offset))
+        inputs = inputs or {}
+        for partition in sorted(journal_end.keys() | inputs.keys()):
+            marker = self.state.put_marker(
+                producer, partition, journal_end.get(partition), inputs.get(partition, {})
+            )
+            writes.append(await marker)
         # Acknowledged before Faust may commit these input offsets: nothing held is lost.
         await asyncio.gather(*writes)
 
@@ -229,12 +247,15 @@ class Pipeline:
             consumer.assign([tp])
             fold = self._batch_fold()
             last = start - 1
+            inputs: dict[str, int] = {}  # the re-applied entries' inputs: Faust may redeliver them too
             async for message in read_to_end(consumer, tp, start):
-                fold.add_journal_entry(partition, decode(Topic.JOURNAL, message.value), message.headers)
+                entry = decode(Topic.JOURNAL, message.value)
+                fold.add_journal_entry(partition, entry, message.headers)
+                inputs[entry.topic] = max(inputs.get(entry.topic, -1), entry.offset)
                 last = message.offset
             if last >= start:
                 fold.batch.journal.clear()
-                await self._commit(fold.batch, journal_end={partition: last})
+                await self._commit(fold.batch, journal_end={partition: last}, inputs={partition: inputs})
                 log.warning(
                     "partition %d: re-applied journal offsets %d..%d after a restart", partition, start, last
                 )

@@ -8,14 +8,17 @@ The protocol, per batch:
 1. fold every event; collect its outputs and the records that changed;
 2. publish the journal entries and wait for the broker's acknowledgement;
 3. publish every other output (versions, tombstones, dead letters) and wait;
-4. write the changed records, then a per-partition marker with the last journal offset, to
-   the table's changelog (Faust flushes it before it commits input offsets).
+4. write the changed records, then a per-partition marker with the last journal offset and the
+   newest input offset folded per topic, to the table's changelog (before Faust may commit the
+   input offsets, which it does seconds later).
 
 Hence a version exists only if its journal entry does, and a record in the changelog is never
 ahead of the journal. After a crash the changelog restores records up to a marker; the journal
 entries after that marker are re-applied in their journal order (the order the live fold really
-used), and redelivered inputs are skipped by the offsets each record has applied. The live
-history is then the same, version for version, whatever moment the worker died.
+used). Inputs Faust redelivers from its older commit (after a crash or any rebalance) are skipped
+by the marker's input offsets, and past them by the offsets each record has applied: a removed
+pod has no record left, and its redelivered input would otherwise start it again at version 1.
+The live history is then the same, version for version, whatever moment the worker died.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ chaos test (the "No event received for active tp" stall of faust-streaming).
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -29,7 +30,8 @@ class FoldState:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.topic = settings.topic(Topic.FOLD_STATE)
-        self.data: dict[bytes, Any] = {}  # pod records by UID, and {"journal_offset": n} by marker key
+        # Pod records by UID; by marker key {"journal_offset": n, "inputs": {topic: newest offset}}.
+        self.data: dict[bytes, Any] = {}
         self._keys: dict[int, set[bytes]] = {}  # partition -> keys it holds
 
     def get(self, key: bytes) -> PodRecord | None:
@@ -37,11 +39,32 @@ class FoldState:
 
     def journal_marker(self, partition: int) -> int | None:
         """The last journal offset whose batch's records are stored (None: none yet)."""
-        marker = self.data.get(marker_key(partition))
-        return None if marker is None else int(marker["journal_offset"])
+        marker = self.data.get(marker_key(partition)) or {}
+        return None if marker.get("journal_offset") is None else int(marker["journal_offset"])
 
-    async def put_journal_marker(self, producer: AIOKafkaProducer, partition: int, offset: int) -> Any:
-        return await self.put(producer, marker_key(partition), partition, {"journal_offset": offset})
+    def input_offset(self, partition: int, topic: str) -> int:
+        """The newest offset of input `topic` on `partition` whose batch's records are stored
+        (-1: none). Input at or below it is a redelivery, from a commit older than the batch."""
+        marker = self.data.get(marker_key(partition)) or {}
+        return int((marker.get("inputs") or {}).get(topic, -1))
+
+    async def put_marker(
+        self,
+        producer: AIOKafkaProducer,
+        partition: int,
+        journal_offset: int | None,
+        inputs: Mapping[str, int],
+    ) -> Any:
+        """Advance a partition's marker: the last journal offset whose batch's records are stored
+        (unchanged for None) and the newest input offset folded per topic."""
+        marker = dict(self.data.get(marker_key(partition)) or {})
+        if journal_offset is not None:
+            marker["journal_offset"] = journal_offset
+        folded = dict(marker.get("inputs") or {})
+        for topic, offset in inputs.items():
+            folded[str(topic)] = max(int(folded.get(str(topic), -1)), offset)
+        marker["inputs"] = folded
+        return await self.put(producer, marker_key(partition), partition, marker)
 
     async def put(
         self, producer: AIOKafkaProducer, key: bytes, partition: int, record: PodRecord | JSONDict | None

@@ -31,9 +31,10 @@ class KubeHandle:
         for pid in self.pids:  # apiserver first, then etcd
             stop_process(pid)
 
-    def stop_apiserver(self) -> None:
-        """Stop only kube-apiserver (etcd keeps the data): an apiserver outage."""
-        stop_process(self.pids[0])
+    def stop_apiserver(self, timeout: float = 20.0) -> None:
+        """Stop only kube-apiserver (etcd keeps the data): an apiserver outage. It gets `timeout`
+        seconds to shut down gracefully (it drains its watches), then SIGKILL."""
+        stop_process(self.pids[0], timeout)
 
     def start_apiserver(self, timeout: float = 120.0) -> None:
         """Start kube-apiserver again on the same port, over the same etcd."""

@@ -303,3 +303,46 @@ def _group_coordinator_ready(client: dict[str, Any]) -> bool:
         return asyncio.run(check())
     finally:
         client_log.disabled = quiet
+
+
+def restart_kafka(
+    handle: KafkaHandle,
+    *,
+    security: KafkaSecurity | None = None,
+    detached: bool = False,
+    timeout: float = 120.0,
+) -> None:
+    """Stop the broker and start it again on the same data directory and ports, from the
+    server.properties start_kafka wrote (no format: every topic and offset is kept), so clients
+    ride through on the bootstrap address they have. `handle.pid` becomes the new process.
+
+    Readiness is judged on the log written after this restart; for a broker started with
+    `security`, pass it again so the group coordinator can be asked as the admin."""
+    workdir, log_path = Path(handle.workdir), Path(handle.log)
+    props = workdir / "server.properties"
+    if not props.exists():
+        raise UserError(f"no server.properties in {workdir}: not a broker start_kafka made")
+    stop_process(handle.pid)
+    java = need_tool("java", "install a Java 17 runtime (e.g. apt-get install openjdk-17-jre-headless)")
+    log_opts = [f"-Dlog4j.configuration=file:{workdir / 'log4j.properties'}", f"-Dkafka.logs.dir={workdir}"]
+    log_from = log_path.stat().st_size if log_path.exists() else 0
+    handle.pid = spawn(
+        [java, *KAFKA_JAVA_OPTS, *log_opts, "-cp", f"{fetch_kafka()}/*", "kafka.Kafka", str(props)],
+        log_path,
+        detached=detached,
+    )
+    port = int(handle.bootstrap.rsplit(":", 1)[1])
+    admin = (security.admin, security.admin_password) if security is not None else ("", "")
+    probe = handle.security_protocol == "PLAINTEXT" or security is not None
+
+    def ready() -> bool:
+        with open(log_path, "rb") as f:
+            f.seek(log_from)
+            started = b"Kafka Server started" in f.read()
+        return (
+            port_open(port)
+            and started
+            and (not probe or _group_coordinator_ready(handle.client_options(*admin)))
+        )
+
+    wait_until(ready, handle.pid, timeout, "the restarted Kafka broker", log_path)
