@@ -143,11 +143,18 @@ async def ensure_topics(settings: Settings) -> list[TopicChange]:
                 )
             )
         if present:
-            for name, replicas in (await topic_replication(admin, present)).items():
+            replication = await topic_replication(admin, present)
+            for name, replicas in replication.items():
                 if replicas < rf:
                     detail = f"{replicas} replicas, {rf} configured: reassign its partitions to raise it"
                     changes.append(TopicChange(name, "warning", detail))
             partitions = await topic_partitions(admin, present)
+
+            def configs_of(name: str) -> dict[str, str]:
+                # min.insync.replicas by the copies a topic really has: more than it has would
+                # refuse every acks=all write until its partitions are reassigned.
+                return wanted[name].configs(min(rf, replication[name]))
+
             for name in present:
                 if partitions[name] != settings.partitions:
                     raise UserError(
@@ -157,7 +164,7 @@ async def ensure_topics(settings: Settings) -> list[TopicChange]:
                     )
             current = await topic_configs(admin, present)
             drifted = {
-                name: {k: v for k, v in wanted[name].configs(rf).items() if current[name].get(k) != v}
+                name: {k: v for k, v in configs_of(name).items() if current[name].get(k) != v}
                 for name in present
             }
             to_alter = {name: diff for name, diff in drifted.items() if diff}
@@ -165,12 +172,12 @@ async def ensure_topics(settings: Settings) -> list[TopicChange]:
                 await admin.alter_configs(
                     [
                         # AlterConfigs replaces the topic's whole dynamic config: send all of ours.
-                        ConfigResource(ConfigResourceType.TOPIC, name, wanted[name].configs(rf))
+                        ConfigResource(ConfigResourceType.TOPIC, name, configs_of(name))
                         for name in to_alter
                     ]
                 )
                 await _until(
-                    lambda: _configs_match(admin, {n: wanted[n].configs(rf) for n in to_alter}),
+                    lambda: _configs_match(admin, {n: configs_of(n) for n in to_alter}),
                     "altered topic configs to take effect",
                 )
             for name in present:

@@ -41,6 +41,7 @@ def test_create_twice_then_read_configs_back(settings: Settings) -> None:
         assert info["partitions"] == str(settings.partitions)
         assert info["cleanup.policy"] == EXPECTED_CLEANUP[spec.name]
         assert info["retention.ms"] == str(spec.retention_ms)
+        assert info["min.insync.replicas"] == "1"  # min(2, replication factor 1)
     # Long retention for the audit trail, forever for the compacted latest-status table.
     assert int(described[settings.topic("journal")]["retention.ms"]) >= 30 * 86_400_000
     assert int(described[settings.topic("pod-status-history")]["retention.ms"]) >= 30 * 86_400_000
@@ -93,3 +94,26 @@ def test_cli_topics_create_prints_what_it_did(settings: Settings, podledger_proc
     again = podledger_process(["topics", "create"], env=env)
     assert again.proc.wait(60) == 0, again.output()
     assert again.output().count("unchanged") == len(ALL_TOPICS)
+
+
+def test_replication_is_checked_and_a_single_copy_on_a_remote_broker_is_warned_about(
+    settings: Settings,
+) -> None:
+    """Topics made with one replica are reported when three are configured; replication factor 1
+    against a broker that is not on this machine is warned about (the local one is fine)."""
+    asyncio.run(ensure_topics(settings))
+    local = asyncio.run(ensure_topics(settings))
+    assert [c for c in local if c.action == "warning"] == []
+    raised = dataclasses.replace(settings, replication_factor=3)
+    warnings = {c.topic: c.detail for c in asyncio.run(ensure_topics(raised)) if c.action == "warning"}
+    assert set(warnings) == {settings.topic(spec.name) for spec in ALL_TOPICS}
+    assert all("1 replicas, 3 configured" in detail for detail in warnings.values())
+
+
+def test_min_insync_replicas_follows_the_replication_factor() -> None:
+    from podledger.streams.topics import TOPICS, _is_loopback
+
+    spec = TOPICS[0]
+    assert [spec.configs(rf)["min.insync.replicas"] for rf in (1, 2, 3, 5)] == ["1", "2", "2", "2"]
+    assert _is_loopback("127.0.0.1:9092,localhost:9093,[::1]:9094")
+    assert not _is_loopback("127.0.0.1:9092,kafka:9092")
