@@ -281,7 +281,7 @@ class Pipeline:
         return await producer.send(
             self.settings.topic(out.topic),
             key=out.key.encode(),
-            value=None if out.value is None else encode(out.value),
+            value=out.wire_value(),
             partition=partition,
             headers=out.headers,
         )

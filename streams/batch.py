@@ -143,6 +143,8 @@ class BatchFold:
         before = self.record(key)
         try:
             record, outputs = fold_event(before, at, event, self.limits, proof)
+            for out in outputs:  # a status the wire cannot carry (an integer past 64 bits) is poison too
+                out.wire_value()
         except Exception as exc:  # poison: parked with its coordinates, the batch goes on
             record, outputs = before, [unusable(at, event, exc)]
         if record is not before:

@@ -76,6 +76,15 @@ class Output:
     key: str
     value: Any
     headers: list[tuple[str, bytes]] | None = None
+    encoded: bytes | None = None  # the value's bytes, once BatchFold has checked that it encodes
+
+    def wire_value(self) -> bytes | None:
+        """The bytes to publish (None for a tombstone)."""
+        if self.value is None:
+            return None
+        if self.encoded is None:
+            self.encoded = encode(self.value)
+        return self.encoded
 
 
 @dataclass(slots=True)

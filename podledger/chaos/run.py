@@ -902,7 +902,7 @@ def run_chaos(config: ChaosConfig) -> ChaosResult:
     workdir = Path(config.workdir or tempfile.mkdtemp(prefix="podledger-chaos-"))
     workdir.mkdir(parents=True, exist_ok=True)
     chaos = Chaos(config, workdir)
-    ok = False
+    tidy = False  # remove a temporary work directory: after a passing or an interrupted run
     # Our own clients retry through the faults; their error lines would bury the progress.
     client_log = logging.getLogger("aiokafka")
     level = client_log.level
@@ -911,12 +911,15 @@ def run_chaos(config: ChaosConfig) -> ChaosResult:
         try:
             chaos.start_instances()
             asyncio.run(_main_until_signalled(chaos))
-            ok = chaos.result.ok()
+            tidy = chaos.result.ok()
+        except KeyboardInterrupt:
+            tidy = True
+            raise
         finally:
             stop_all(chaos.services.values(), timeout=10)
             chaos.stop_instances()
             client_log.setLevel(level)
-            if ok and not keep:
+            if tidy and not keep:
                 shutil.rmtree(workdir, ignore_errors=True)
                 chaos.result.workdir = ""
     return chaos.result
