@@ -41,6 +41,10 @@ WATCH_BACKOFF_FIRST_S, WATCH_BACKOFF_MAX_S = 1.0, 30.0
 WATCH_TOO_SHORT_S = 1.0
 
 
+class ApiserverUnreachable(UserError):
+    """The apiserver did not answer, or answered with a server error: worth waiting for."""
+
+
 class KubeError(Exception):
     """An apiserver call failed; `status` is the HTTP status (0 when it was never reached)."""
 
@@ -259,7 +263,7 @@ class Kube:
                     f"the apiserver at {self.server} refused our credentials ({exc.status}):"
                     " check the user in KUBECONFIG"
                 ) from None
-            raise UserError(
+            raise ApiserverUnreachable(
                 f"cannot reach the apiserver at {self.server}: {exc.body or exc.reason};"
                 " start one with 'podledger local up' or set KUBECONFIG"
             ) from None

@@ -14,6 +14,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,8 @@ from podledger.agents.sources import PodSource
 from podledger.agents.sources.pod_config import PodStorage
 from podledger.agents.worker.pod_worker import PodWorkers
 from podledger.config import Settings
-from podledger.kafka import Publisher, new_consumer, read_to_end
+from podledger.health import Check, HealthServer
+from podledger.kafka import Publisher, new_consumer, read_to_end, started
 from podledger.keys import load_node_keys
 from podledger.partitioner import partition_for_node
 from podledger.schemas import DecodeError, decode, models
@@ -128,6 +130,7 @@ class NodeAgent:
             on_mirror=self._on_mirror if self.mirrors is not None else None,
         )
         self.partition = partition_for_node(self.node, settings.partitions)
+        self.health_server = HealthServer(f"node {self.node}", self._checks())
         self.ready = asyncio.Event()  # set once the log is replayed and every agent runs
 
     def _apply_confirmed(self, update: models.PodUpdate) -> None:
@@ -165,78 +168,35 @@ class NodeAgent:
 
     def health(self, check: str = "") -> tuple[bool, str]:
         """The node agent's health: the PLEG's relist health (generic.go Healthy), as the kubelet's
-        healthz reports it, and the apiserver source's watch, unhealthy once it has been down for more
+        healthz reports it, the apiserver source's watch, unhealthy once it has been down for more
         than PODLEDGER_API_WATCH_DOWN_S, and Kafka delivery, unhealthy while its records cannot be
         delivered. `check` names one of them ("pleg", "apiserver" or "kafka"); the reasons of every
         failing one are joined."""
-        now = time.time()
-        checks: list[tuple[str, tuple[bool, str]]] = [
-            ("pleg", self.pleg.health.healthy(now)),
-            ("kafka", self.publisher.health.healthy()),
-        ]
+        return self.health_server.health(check)
+
+    def _checks(self) -> dict[str, Check]:
+        checks: dict[str, Check] = {
+            "pleg": lambda: self.pleg.health.healthy(time.time()),
+            "kafka": self.publisher.health.healthy,
+        }
         for source in self.sources:
             watch = getattr(source, "healthy", None)  # the apiserver source
             if watch is not None:
-                checks.append(("apiserver", watch(now, self.settings.api_watch_down_s)))
-        failing = [why for name, (ok, why) in checks if not ok and check in ("", name)]
-        return (False, "; ".join(failing)) if failing else (True, "ok")
+                checks["apiserver"] = partial(self._watch_health, watch)
+        return checks
 
-    async def _watch_health(self, period_s: float = 5.0) -> None:
-        """Log each change of the agent's health, so an operator sees a stuck runtime, watch or broker."""
-        healthy: bool | None = None
-        while True:
-            await asyncio.sleep(period_s)
-            ok, why = self.health()
-            if ok != healthy:
-                (log.info if ok else log.warning)(
-                    "node %s: %s", self.node, "healthy" if ok else f"unhealthy: {why}"
-                )
-                healthy = ok
-
-    async def _serve_health(self) -> None:
-        """GET /healthz: 200 "ok" while the PLEG relists and the apiserver watch is up (or down for
-        less than PODLEDGER_API_WATCH_DOWN_S), 500 with the reasons otherwise. /healthz/pleg,
-        /healthz/apiserver and /healthz/kafka answer for one check alone."""
-        paths = {
-            "/healthz": "",
-            "/healthz/pleg": "pleg",
-            "/healthz/apiserver": "apiserver",
-            "/healthz/kafka": "kafka",
-        }
-
-        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            try:
-                request = await asyncio.wait_for(reader.readline(), 5)
-                parts = request.decode(errors="replace").split()
-                path = parts[1].split("?")[0] if len(parts) >= 2 else ""
-                if path not in paths:
-                    status, body = "404 Not Found", "not found"
-                else:
-                    ok, why = self.health(paths[path])
-                    status, body = ("200 OK", "ok") if ok else ("500 Internal Server Error", why)
-                data = body.encode() + b"\n"
-                writer.write(
-                    f"HTTP/1.1 {status}\r\nContent-Type: text/plain\r\nContent-Length: {len(data)}\r\n"
-                    "Connection: close\r\n\r\n".encode()
-                    + data
-                )
-                await writer.drain()
-            except (TimeoutError, ConnectionError):
-                pass
-            finally:
-                writer.close()
-
-        server = await asyncio.start_server(handle, "127.0.0.1", self.settings.health_port)
-        async with server:
-            await server.serve_forever()
+    def _watch_health(self, watch: Callable[[float, float], tuple[bool, str]]) -> tuple[bool, str]:
+        return watch(time.time(), self.settings.api_watch_down_s)
 
     async def run(self) -> None:
         """Run until cancelled; containers keep running afterwards (the next agent adopts them)."""
-        consumer = new_consumer(self.settings)
         tasks: list[asyncio.Task[Any]] = []
+        consumer = None
         try:
-            await self.publisher.start()
-            await consumer.start()
+            await self.publisher.start(self.settings.start_wait_s)
+            consumer = await started(
+                lambda: new_consumer(self.settings), f"node {self.node}", self.settings.start_wait_s
+            )
             updates_tp = TopicPartition(self.settings.topic(Topic.POD_UPDATES), self.partition)
             lifecycle_tp = TopicPartition(self.settings.topic(Topic.POD_LIFECYCLE), self.partition)
             consumer.assign([updates_tp, lifecycle_tp])
@@ -258,9 +218,13 @@ class NodeAgent:
                 asyncio.ensure_future(self._follow(consumer, updates_tp, status_tp)),
                 asyncio.ensure_future(self.pleg.run()),
                 asyncio.ensure_future(self.workers.housekeeping()),
-                asyncio.ensure_future(self._watch_health()),
+                asyncio.ensure_future(self.health_server.watch()),
                 asyncio.ensure_future(self.restriction.recheck()),
-                *([asyncio.ensure_future(self._serve_health())] if self.settings.health_port else []),
+                *(
+                    [asyncio.ensure_future(self.health_server.serve(self.settings.health_port))]
+                    if self.settings.health_port
+                    else []
+                ),
                 *(asyncio.ensure_future(source.run()) for source in self.sources),
             ]
             self.ready.set()
@@ -277,8 +241,9 @@ class NodeAgent:
                 if self.stop_pods_on_exit:
                     await self.workers.stop_all_pods()
             finally:
-                with contextlib.suppress(Exception):
-                    await consumer.stop()
+                if consumer is not None:
+                    with contextlib.suppress(Exception):
+                        await consumer.stop()
                 await self.publisher.stop()
 
     async def _replay(

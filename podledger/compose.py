@@ -11,14 +11,16 @@ import contextlib
 import dataclasses
 import logging
 import signal
+import time
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
-from podledger.agents.kube import Kube
+from podledger.agents.kube import ApiserverUnreachable, Kube, KubeError
 from podledger.agents.runtime.base import Runtime
 from podledger.config import Settings
 from podledger.errors import UserError
+from podledger.health import HealthServer, Samples, prometheus_text
 from podledger.schemas import models
 from podledger.types import Topic
 
@@ -36,22 +38,38 @@ def require_bootstrap(settings: Settings) -> None:
         )
 
 
-def connect_kube(settings: Settings, kubeconfig: str | None = None, *, register_node: bool = True) -> Kube:
+def connect_kube(
+    settings: Settings, kubeconfig: str | None = None, *, register_node: bool = True, wait_s: float = 0.0
+) -> Kube:
     """An apiserver client: reachable, authorised, and (for a node's processes) the node's Node
     object present.
 
     Every process that talks to the apiserver starts here, so the check and the node registration
     happen the same way everywhere (as the kubelet registers its Node before it syncs pods). A
-    sink alone serves every node and registers none: its role has no access to nodes.
+    sink alone serves every node and registers none: its role has no access to nodes. A service
+    waits up to `wait_s` for an apiserver that does not answer yet; refused credentials end it at
+    once.
     """
     kube = Kube.from_kubeconfig(
         settings.kubeconfig if kubeconfig is None else kubeconfig,
         qps=settings.sink_qps,
         burst=settings.sink_burst,
     )
-    version = kube.check()
-    if register_node:
-        kube.ensure_node(settings.node)
+    deadline, delay = time.monotonic() + wait_s, 1.0
+    while True:
+        try:
+            version = kube.check()
+            if register_node:
+                kube.ensure_node(settings.node)
+            break
+        except (ApiserverUnreachable, KubeError) as exc:
+            if isinstance(exc, KubeError) and exc.status not in (0, 429) and exc.status < 500:
+                raise
+            if time.monotonic() + delay > deadline:
+                raise
+            log.warning("waiting for the apiserver at %s (%s); retrying in %.0fs", kube.server, exc, delay)
+            time.sleep(delay)
+            delay = min(delay * 2, 10.0)
     log.info("apiserver %s (%s), node %s", kube.server, version, settings.node if register_node else "-")
     return kube
 
@@ -91,7 +109,11 @@ def run_pipeline(
         )
     pipeline = Pipeline(settings, fold="fold" in roles)
     api_source = bool(roles & {"source", "node"}) and settings.api_source
-    kube = connect_kube(settings, register_node=api_source) if "sink" in roles or api_source else None
+    kube = (
+        connect_kube(settings, register_node=api_source, wait_s=settings.start_wait_s)
+        if "sink" in roles or api_source
+        else None
+    )
 
     if "node" in roles:
         agent = NodeAgent(
@@ -135,6 +157,21 @@ def run_pipeline(
 
         pipeline.add_task(apiserver_sink)
 
+    if settings.health_port and "node" not in roles:  # a node agent serves its own
+        health = HealthServer(
+            f"{'/'.join(sorted(roles))} worker",
+            {
+                "kafka": pipeline.delivery.healthy,
+                **({"apiserver": sink.apiserver.healthy} if "sink" in roles else {}),
+            },
+            lambda: worker_metrics(pipeline, sink if "sink" in roles else None),
+        )
+
+        async def serve_health(_: Pipeline) -> None:
+            await asyncio.gather(health.serve(settings.health_port), health.watch())
+
+        pipeline.add_task(serve_health)
+
     if on_status is not None:
         show = on_status
 
@@ -155,12 +192,32 @@ def run_pipeline(
     return 0
 
 
+def worker_metrics(pipeline: Any, sink: Any | None) -> str:
+    """/metrics of a fold or sink worker: what the fold folded and parked, what the sink wrote,
+    and how many pods wait to retry a failed write."""
+    fold: dict[str, Samples] = {
+        f"podledger_fold_{name}_total": {(("reason", label),) if label else (): float(n)}
+        for (name, label), n in pipeline.counts.items()
+        if name != "dead_letters"
+    }
+    fold["podledger_fold_dead_letters_total"] = {
+        (("reason", label),): float(n)
+        for (name, label), n in pipeline.counts.items()
+        if name == "dead_letters"
+    }
+    gauges: dict[str, Samples] = {}
+    if sink is not None:
+        fold["podledger_sink_syncs_total"] = {(("outcome", k),): float(v) for k, v in sink.stats.items()}
+        gauges["podledger_sink_pods_retrying"] = {(): float(sink.retrying())}
+    return prometheus_text(fold, gauges)
+
+
 def run_node(settings: Settings) -> int:
     """Every node agent of one node, without Faust: sources, pod workers, PLEG, prober."""
     from podledger.agents.node import NodeAgent
 
     require_bootstrap(settings)
-    kube = connect_kube(settings) if settings.api_source else None
+    kube = connect_kube(settings, wait_s=settings.start_wait_s) if settings.api_source else None
     agent = NodeAgent(settings, make_runtime(settings), kube=kube)
     return run_until_signalled(agent.run())
 

@@ -39,6 +39,9 @@ class Settings:
     # The node agent's /healthz fails once the apiserver pod watch has been down (or not yet listed)
     # this long; a half-open connection counts as down once the watch's read timeout notices it.
     api_watch_down_s: float = 60.0
+    # How long a service (node agent, fold, sink) waits at start for an unreachable broker or
+    # apiserver before it gives up; 0 tries once. Wrong credentials end it at once.
+    start_wait_s: float = 300.0
     runtime: str = "process"  # the node agent's container runtime: process or sim
     runtime_state_dir: str = (
         ""  # where the process runtime keeps state.json and logs; default under the cache
@@ -50,7 +53,7 @@ class Settings:
     runtime_default_gid: int = 65534
     relist_period_s: float = 1.0  # the PLEG's relist period
     pod_resync_s: float = 60.0  # a pod worker looks at its pod at least this often (syncFrequency)
-    health_port: int = 0  # the node agent serves /healthz on 127.0.0.1:<port>; 0 turns it off
+    health_port: int = 0  # /healthz and /metrics on 127.0.0.1:<port> (node agent or worker); 0: off
     partitions: int = 6
     replication_factor: int = 1  # raise to 3 on a real cluster
     app_id: str = ""  # Faust application id; defaults to "<topic_prefix>fold"
@@ -198,6 +201,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "file_check_s": (0.1, 3600),
     "http_check_s": (0.1, 3600),
     "api_watch_down_s": (1, 3600),
+    "start_wait_s": (0, 86_400),
     "sim_seed": (0, 2**32 - 1),
     "runtime_default_uid": (1, MAX_RUN_AS_ID),  # unprivileged: never root
     "runtime_default_gid": (1, MAX_RUN_AS_ID),

@@ -8,22 +8,35 @@ docs/architecture.md#topics-and-partitioning).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, TypeVar
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
-from aiokafka.errors import KafkaError
+from aiokafka.errors import KafkaConnectionError, KafkaError
 
 from podledger.config import Settings
 from podledger.keys import Signer, load_node_keys
 from podledger.partitioner import partition_for_node
 from podledger.schemas import encode
 
-__all__ = ["DeliveryHealth", "Publisher", "deliver", "new_consumer", "node_signer", "read_to_end"]
+__all__ = [
+    "DeliveryHealth",
+    "Publisher",
+    "deliver",
+    "deliver_all",
+    "new_consumer",
+    "node_signer",
+    "read_to_end",
+    "started",
+]
 
 log = logging.getLogger(__name__)
+
+ItemT = TypeVar("ItemT")
+StartableT = TypeVar("StartableT", AIOKafkaProducer, AIOKafkaConsumer)
 
 RETRY_FIRST_S, RETRY_MAX_S = 0.2, 5.0
 UNHEALTHY_AFTER_S = 30.0  # a producer failing this long makes its component unhealthy
@@ -77,6 +90,44 @@ async def deliver(
         return metadata
 
 
+async def deliver_all(
+    items: Sequence[tuple[int, ItemT]],
+    send: Callable[[ItemT, int], Awaitable[asyncio.Future[Any]]],
+    health: DeliveryHealth,
+) -> list[Any]:
+    """Send (partition, item) pairs pipelined and wait until the broker has acknowledged every one;
+    returns their RecordMetadata in order. A failed send (the broker down or refusing writes past
+    the producer's timeout) is never dropped and never raises: from the first failure on each
+    partition, that partition's items are sent again, in order, with back-off, and `health` turns
+    unhealthy while it lasts. An item resent after it had in fact landed appears twice; the fold
+    skips a duplicate journal entry by its input offset."""
+    results: list[Any] = [None] * len(items)
+    pending = list(range(len(items)))
+    delay = RETRY_FIRST_S
+    while True:
+        sent = await asyncio.gather(
+            *[await send(items[i][1], items[i][0]) for i in pending], return_exceptions=True
+        )
+        first_failure: dict[int, int] = {}  # partition -> position in `pending` of its first failure
+        for n, (i, result) in enumerate(zip(pending, sent, strict=True)):
+            if isinstance(result, KafkaError):
+                first_failure.setdefault(items[i][0], n)
+                health.failed(result)
+            elif isinstance(result, BaseException):
+                raise result
+            else:
+                results[i] = result
+        if not first_failure:
+            health.delivered()
+            return results
+        pending = [i for n, i in enumerate(pending) if n >= first_failure.get(items[i][0], len(pending))]
+        log.warning(
+            "%d records not delivered (%s); resending in %.1fs", len(pending), health.last_error, delay
+        )
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, RETRY_MAX_S)
+
+
 def new_consumer(settings: Settings, **options: Any) -> AIOKafkaConsumer:
     """A consumer outside any group (partitions are assigned by hand), starting from the earliest offset."""
     defaults: dict[str, Any] = {
@@ -115,6 +166,27 @@ async def read_to_end(
                 yield message
 
 
+async def started(make: Callable[[], StartableT], what: str, wait_s: float) -> StartableT:
+    """A started client from `make`. While the broker cannot be reached, a service waits for it
+    (as a kubelet waits for its apiserver) with back-off for up to `wait_s` seconds (0: one try),
+    then raises."""
+    deadline = time.monotonic() + wait_s
+    delay = 1.0
+    while True:
+        client = make()
+        try:
+            await client.start()
+            return client
+        except KafkaConnectionError as exc:
+            with contextlib.suppress(Exception):
+                await client.stop()
+            if time.monotonic() + delay > deadline:
+                raise
+            log.warning("%s: the broker is unreachable (%s); retrying in %.0fs", what, exc, delay)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 10.0)
+
+
 def node_signer(settings: Settings) -> Signer | None:
     """The signer of this node's records, when it has a secret (PODLEDGER_NODE_SECRET_FILE)."""
     keys = load_node_keys(settings)
@@ -132,17 +204,21 @@ class Publisher:
         self.signer = node_signer(settings)
         self.health = DeliveryHealth()
 
-    async def start(self) -> None:
-        """Connect; aiokafka clients must be made inside the running event loop."""
-        self.producer = AIOKafkaProducer(
-            bootstrap_servers=self.settings.bootstrap,
-            acks="all",
-            enable_idempotence=True,
-            linger_ms=5,
-            max_batch_size=1 << 20,
-            **self.settings.kafka_client_options(),
+    async def start(self, wait_s: float = 0.0) -> None:
+        """Connect (waiting up to `wait_s` for the broker); aiokafka clients must be made inside
+        the running event loop."""
+        self.producer = await started(
+            lambda: AIOKafkaProducer(
+                bootstrap_servers=self.settings.bootstrap,
+                acks="all",
+                enable_idempotence=True,
+                linger_ms=5,
+                max_batch_size=1 << 20,
+                **self.settings.kafka_client_options(),
+            ),
+            "publisher",
+            wait_s,
         )
-        await self.producer.start()
 
     async def stop(self) -> None:
         if self.producer is not None:

@@ -16,15 +16,25 @@ from typing import Any
 
 import faust
 from aiokafka import AIOKafkaProducer, TopicPartition
+from aiokafka.errors import KafkaError
 
 from podledger.config import Settings
-from podledger.kafka import DeliveryHealth, deliver, new_consumer, node_signer, read_to_end
+from podledger.kafka import (
+    RETRY_FIRST_S,
+    RETRY_MAX_S,
+    DeliveryHealth,
+    deliver,
+    deliver_all,
+    new_consumer,
+    node_signer,
+    read_to_end,
+)
 from podledger.keys import load_keyring
 from podledger.partitioner import partition_for_node
 from podledger.paths import cache_dir
 from podledger.schemas import DecodeError, decode, encode
 from podledger.streams.batch import Batch, BatchFold
-from podledger.streams.fold import Coordinates, HoldLimits, Output
+from podledger.streams.fold import Coordinates, HoldLimits, Output, PodRecord
 from podledger.streams.state import FoldState
 from podledger.streams.topics import ALL_TOPICS
 from podledger.types import INGRESS_TOPICS, Topic
@@ -99,6 +109,8 @@ class Pipeline:
         self.signer = node_signer(settings)  # the node roles' proof of origin, if configured
         self.keyring = load_keyring(settings) if fold else None
         self.delivery = DeliveryHealth()  # of what the roles in this app publish
+        # What the fold has done, for /metrics: events folded, versions, dead letters by reason.
+        self.counts: Counter[tuple[str, str]] = Counter()
         self.app.on_before_shutdown.connect(self._stop_output_producer)
         if fold:
             self.app.on_partitions_revoked.connect(self._on_revoked)
@@ -211,27 +223,61 @@ class Pipeline:
         folded per topic)."""
         self._clock.update(batch.newest)
         journal_end = dict(journal_end or {})
-        delivered = await asyncio.gather(*[await self._send(out, p) for p, out in batch.journal])
+        delivered = await deliver_all(batch.journal, self._send, self.delivery)
         for (partition, _), meta in zip(batch.journal, delivered, strict=True):
             journal_end[partition] = max(journal_end.get(partition, -1), meta.offset)
-        await asyncio.gather(*[await self._send(out, p) for p, out in batch.outputs])
+        await deliver_all(batch.outputs, self._send, self.delivery)
         letters = Counter(out.value.reason for _, out in batch.outputs if out.topic == Topic.DEAD_LETTER)
+        self.counts[("events", "")] += len(batch.journal)
+        self.counts[("versions", "")] += sum(
+            1 for _, o in batch.outputs if o.topic == Topic.POD_STATUS_HISTORY
+        )
+        for reason, n in letters.items():
+            self.counts[("dead_letters", reason)] += n
         if letters:
             log.warning(
                 "dead-lettered %s", ", ".join(f"{n} {reason}" for reason, n in sorted(letters.items()))
             )
-        producer = await self._producer()
-        writes = [
-            await self.state.put(producer, key, p, record) for key, (p, record) in batch.changed.items()
-        ]
         inputs = inputs or {}
-        for partition in sorted(journal_end.keys() | inputs.keys()):
-            marker = self.state.put_marker(
-                producer, partition, journal_end.get(partition), inputs.get(partition, {})
+        await self._store(
+            list(batch.changed.items()),
+            [(p, journal_end.get(p), inputs.get(p, {})) for p in sorted(journal_end.keys() | inputs.keys())],
+        )
+
+    async def _store(
+        self,
+        records: list[tuple[bytes, tuple[int, PodRecord | None]]],
+        markers: list[tuple[int, int | None, dict[str, int]]],
+    ) -> None:
+        """Step 4: write the changed records, then the markers, and wait for every acknowledgement
+        (before Faust may commit these input offsets: nothing held is lost). Records that fail are
+        written again, and the markers after them, until the broker takes them."""
+        delay = RETRY_FIRST_S
+        while True:
+            producer = await self._producer()
+            writes = [await self.state.put(producer, key, p, record) for key, (p, record) in records]
+            for partition, journal_offset, folded in markers:
+                writes.append(await self.state.put_marker(producer, partition, journal_offset, folded))
+            done = await asyncio.gather(*writes, return_exceptions=True)
+            errors = [e for e in done if isinstance(e, BaseException)]
+            if not errors:
+                self.delivery.delivered()
+                return
+            for error in errors:
+                if not isinstance(error, KafkaError):
+                    raise error
+                self.delivery.failed(error)
+            records = [
+                r for r, result in zip(records, done, strict=False) if isinstance(result, BaseException)
+            ]
+            log.warning(
+                "%d fold-state writes not delivered (%s); retrying in %.1fs",
+                len(errors),
+                self.delivery.last_error,
+                delay,
             )
-            writes.append(await marker)
-        # Acknowledged before Faust may commit these input offsets: nothing held is lost.
-        await asyncio.gather(*writes)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, RETRY_MAX_S)
 
     async def _restore(self, partition: int) -> None:
         """Load a newly assigned partition's records, then re-apply the journal entries written
@@ -270,7 +316,7 @@ class Pipeline:
             self.state.forget(partition)
         self._recovered.clear()
 
-    async def _send(self, out: Output, partition: int) -> Awaitable[Any]:
+    async def _send(self, out: Output, partition: int) -> asyncio.Future[Any]:
         """Start sending one output now; returns its delivery (RecordMetadata) to await.
 
         Co-partitioning: an output lands on the partition number of its input. Outputs go

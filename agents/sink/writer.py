@@ -39,7 +39,7 @@ from podledger.agents.kube import Kube, KubeError
 from podledger.agents.sink import decisions as api_sync
 from podledger.agents.sink.cache import PodCache
 from podledger.config import Settings
-from podledger.kafka import new_consumer, read_to_end
+from podledger.kafka import DeliveryHealth, new_consumer, read_to_end
 from podledger.logs import pod_logger
 from podledger.schemas import DecodeError, decode, models
 from podledger.streams.status import rfc3339
@@ -101,6 +101,11 @@ class Sink:
             "not_bound": 0,
             "unusable": 0,  # a status the sink could not use (the pod retries with back-off)
         }
+        self.apiserver = DeliveryHealth()  # unhealthy while apiserver writes have failed for a while
+
+    def retrying(self) -> int:
+        """How many pods are waiting to retry a failed sync."""
+        return sum(1 for entry in self.pods.values() if entry.failures)
 
     # ------------------------------------------------------------------ input
 
@@ -173,6 +178,8 @@ class Sink:
         except Exception as exc:  # an apiserver error, or a status the sink cannot use: this pod only
             entry.failures += 1
             self.stats["errors" if isinstance(exc, KubeError) else "unusable"] += 1
+            if isinstance(exc, KubeError):
+                self.apiserver.failed(exc)
             delay = min(RETRY_FIRST_S * 2 ** (entry.failures - 1), RETRY_MAX_S)
             what = str(exc) if isinstance(exc, KubeError) else f"{exc.__class__.__name__}: {exc}"
             pod_logger(log, vs.namespace, vs.name, vs.uid).warning(
@@ -186,6 +193,7 @@ class Sink:
             self._schedule(uid, min(RETRY_FIRST_S * 2 ** (entry.failures - 1), RETRY_MAX_S))
             return
         entry.failures = 0
+        self.apiserver.delivered()
         await self._after_sync(uid, entry, vs, outcome, api_uid)
 
     async def _after_sync(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -68,8 +69,22 @@ def test_unreachable_apiserver(tmp_path: Path) -> None:
     ca = tmp_path / "ca.crt"
     ca.write_text("")
     local.write_kubeconfig(kubeconfig, f"https://127.0.0.1:{local.free_port()}", ca, "token")
-    result = run_podledger("run", "--bootstrap", "127.0.0.1:1", env={"KUBECONFIG": str(kubeconfig)})
+    env = {"KUBECONFIG": str(kubeconfig), "PODLEDGER_START_WAIT_S": "0"}
+    result = run_podledger("run", "--bootstrap", "127.0.0.1:1", env=env)
     assert_one_line_error(result, "cannot reach the apiserver", "KUBECONFIG")
+
+
+def test_a_service_waits_for_an_unreachable_apiserver_then_gives_up(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    ca = tmp_path / "ca.crt"
+    ca.write_text("")
+    local.write_kubeconfig(kubeconfig, f"https://127.0.0.1:{local.free_port()}", ca, "token")
+    env = {"KUBECONFIG": str(kubeconfig), "PODLEDGER_START_WAIT_S": "4"}
+    started = time.monotonic()
+    result = run_podledger("run", "--bootstrap", "127.0.0.1:1", env=env, timeout=60)
+    assert time.monotonic() - started >= 3
+    assert "waiting for the apiserver" in result.stderr
+    assert result.returncode == 2 and "cannot reach the apiserver" in result.stderr.strip().splitlines()[-1]
 
 
 def test_unreachable_broker() -> None:
