@@ -40,18 +40,18 @@ lint: install typecheck layers
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-# mypy and import-linter read the package as it installs: schemas/, streams/ and agents/ become
-# podledger.schemas|streams|agents, so both run over a copy laid out that way.
+# mypy and import-linter read the package as it installs: schemas/, streams/, agents/ and read/
+# become podledger.schemas|streams|agents|read, so both run over a copy laid out that way.
 ANALYSIS := $(VENV)/analysis
 analysis-tree: install
 	@rm -rf $(ANALYSIS) && mkdir -p $(ANALYSIS)
 	@cp -r podledger $(ANALYSIS)/podledger
-	@for d in schemas streams agents; do cp -r $$d $(ANALYSIS)/podledger/$$d; done
+	@for d in schemas streams agents read; do cp -r $$d $(ANALYSIS)/podledger/$$d; done
 
 # Type-check the package; errors name the files in this tree, not in the copy.
 typecheck: analysis-tree
 	@cd $(ANALYSIS) && $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml -p podledger 2>&1 \
-	  | sed -E 's#^podledger/(schemas|streams|agents)/#\1/#'; exit $${PIPESTATUS[0]}
+	  | sed -E 's#^podledger/(schemas|streams|agents|read)/#\1/#'; exit $${PIPESTATUS[0]}
 
 # The layers and the pure core (pyproject.toml [tool.importlinter]).
 layers: analysis-tree
