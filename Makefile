@@ -57,8 +57,20 @@ typecheck: analysis-tree
 layers: analysis-tree
 	@cd $(ANALYSIS) && $(CURDIR)/$(BIN)/lint-imports --config $(CURDIR)/pyproject.toml --no-cache --no-logo
 
+# Both halves at once: the unit half (CPU-bound fuzzers, niced) beside the integration half (which
+# mostly waits on the broker and the apiserver); the unit log is printed after. With PYTEST_ARGS,
+# one plain pytest run of what they name.
 test: install fetch compose-tool lint
+ifeq ($(strip $(PYTEST_ARGS)),)
+	@mkdir -p .test-logs; \
+	nice -n 10 $(BIN)/pytest tests/unit > .test-logs/unit.log 2>&1 & unit=$$!; \
+	$(BIN)/pytest tests/integration; integration=$$?; \
+	wait $$unit; unit_rc=$$?; \
+	echo "--- tests/unit (exit $$unit_rc) ---"; cat .test-logs/unit.log; \
+	exit $$(( integration || unit_rc ))
+else
 	$(BIN)/pytest $(PYTEST_ARGS)
+endif
 
 demo: install
 	$(BIN)/podledger demo

@@ -65,10 +65,11 @@ def connect_kube(
         except (ApiserverUnreachable, KubeError) as exc:
             if isinstance(exc, KubeError) and exc.status not in (0, 429) and exc.status < 500:
                 raise
-            if time.monotonic() + delay > deadline:
+            pause = min(delay, deadline - time.monotonic())
+            if pause <= 0:
                 raise
-            log.warning("waiting for the apiserver at %s (%s); retrying in %.0fs", kube.server, exc, delay)
-            time.sleep(delay)
+            log.warning("waiting for the apiserver at %s (%s); retrying in %.0fs", kube.server, exc, pause)
+            time.sleep(pause)
             delay = min(delay * 2, 10.0)
     log.info("apiserver %s (%s), node %s", kube.server, version, settings.node if register_node else "-")
     return kube

@@ -67,11 +67,21 @@ class DeliveryHealth:
         )
 
 
+Reset = Callable[[], Awaitable[None]]
+
+
 async def deliver(
-    send: Callable[[], Awaitable[asyncio.Future[Any]]], what: str, health: DeliveryHealth | None = None
+    send: Callable[[], Awaitable[asyncio.Future[Any]]],
+    what: str,
+    health: DeliveryHealth | None = None,
+    reset: Reset | None = None,
 ) -> Any:
     """Send until the broker acknowledges (RecordMetadata), retrying with back-off: a record is
-    never dropped. Failures are logged and make `health` unhealthy while they last."""
+    never dropped. Failures are logged and make `health` unhealthy while they last.
+
+    `reset` replaces the producer after a failure: an idempotent producer whose batch failed is
+    left with sequence numbers the broker no longer accepts (OutOfOrderSequenceNumber on every
+    later send), so a retry needs a new producer, as the Java producer bumps its epoch."""
     delay = RETRY_FIRST_S
     while True:
         try:
@@ -82,6 +92,8 @@ async def deliver(
             log.warning(
                 "%s not delivered (%s: %s); retrying in %.1fs", what, exc.__class__.__name__, exc, delay
             )
+            if reset is not None:
+                await reset()
             await asyncio.sleep(delay)
             delay = min(delay * 2, RETRY_MAX_S)
             continue
@@ -94,13 +106,14 @@ async def deliver_all(
     items: Sequence[tuple[int, ItemT]],
     send: Callable[[ItemT, int], Awaitable[asyncio.Future[Any]]],
     health: DeliveryHealth,
+    reset: Reset | None = None,
 ) -> list[Any]:
     """Send (partition, item) pairs pipelined and wait until the broker has acknowledged every one;
     returns their RecordMetadata in order. A failed send (the broker down or refusing writes past
     the producer's timeout) is never dropped and never raises: from the first failure on each
     partition, that partition's items are sent again, in order, with back-off, and `health` turns
-    unhealthy while it lasts. An item resent after it had in fact landed appears twice; the fold
-    skips a duplicate journal entry by its input offset."""
+    unhealthy while it lasts (`reset`: as in deliver()). An item resent after it had in fact
+    landed appears twice; the fold skips a duplicate journal entry by its input offset."""
     results: list[Any] = [None] * len(items)
     pending = list(range(len(items)))
     delay = RETRY_FIRST_S
@@ -124,6 +137,8 @@ async def deliver_all(
         log.warning(
             "%d records not delivered (%s); resending in %.1fs", len(pending), health.last_error, delay
         )
+        if reset is not None:  # see deliver()
+            await reset()
         await asyncio.sleep(delay)
         delay = min(delay * 2, RETRY_MAX_S)
 
@@ -180,10 +195,11 @@ async def started(make: Callable[[], StartableT], what: str, wait_s: float) -> S
         except KafkaConnectionError as exc:
             with contextlib.suppress(Exception):
                 await client.stop()
-            if time.monotonic() + delay > deadline:
+            pause = min(delay, deadline - time.monotonic())
+            if pause <= 0:
                 raise
-            log.warning("%s: the broker is unreachable (%s); retrying in %.0fs", what, exc, delay)
-            await asyncio.sleep(delay)
+            log.warning("%s: the broker is unreachable (%s); retrying in %.0fs", what, exc, pause)
+            await asyncio.sleep(pause)
             delay = min(delay * 2, 10.0)
 
 
@@ -196,13 +212,17 @@ def node_signer(settings: Settings) -> Signer | None:
 class Publisher:
     """An idempotent, fully acknowledged producer of topic values (models, or None for a tombstone).
 
-    With a node secret configured, every record carries the node's proof of origin."""
+    With a node secret configured, every record carries the node's proof of origin. Every
+    delivery, awaited by `publish` or by the caller of `send` (the PLEG), updates `health`; after
+    a failed one the next send first replaces the producer (see deliver())."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.producer: AIOKafkaProducer | None = None
         self.signer = node_signer(settings)
         self.health = DeliveryHealth()
+        self._broken = False  # a delivery failed: the producer's sequence numbers are spent
+        self._restarting = asyncio.Lock()
 
     async def start(self, wait_s: float = 0.0) -> None:
         """Connect (waiting up to `wait_s` for the broker); aiokafka clients must be made inside
@@ -219,6 +239,7 @@ class Publisher:
             "publisher",
             wait_s,
         )
+        self._broken = False
 
     async def stop(self) -> None:
         if self.producer is not None:
@@ -228,19 +249,44 @@ class Publisher:
         """Queue one value and return its delivery future without waiting for the broker.
 
         Queue many values one after another and await their futures together: concurrent `publish`
-        calls by the thousand would all wake on every drained batch.
+        calls by the thousand would all wake on every drained batch. A caller that sees the
+        future fail must send the value again (the PLEG relists it again).
         """
+        if self._broken:
+            await self._restart()
         assert self.producer is not None, "Publisher.start() first"
         key_bytes, value_bytes = key.encode(), None if value is None else encode(value)
-        return await self.producer.send(
+        delivery = await self.producer.send(
             self.settings.topic(topic),
             key=key_bytes,
             value=value_bytes,
             partition=partition_for_node(node, self.settings.partitions),
             headers=None if self.signer is None else self.signer.headers(topic, key_bytes, value_bytes),
         )
+        delivery.add_done_callback(self._delivered)
+        return delivery
+
+    def _delivered(self, delivery: asyncio.Future[Any]) -> None:
+        if delivery.cancelled():
+            return
+        error = delivery.exception()
+        if error is None:
+            self.health.delivered()
+        elif isinstance(error, KafkaError):
+            self.health.failed(error)
+            self._broken = True
 
     async def publish(self, topic: str, key: str, value: Any, node: str) -> None:
         """Send until the broker acknowledges it (retrying, never dropping); same signature as
         streams.app.Pipeline.publish."""
-        await deliver(lambda: self.send(topic, key, value, node), f"{topic} record of pod {key}", self.health)
+        await deliver(lambda: self.send(topic, key, value, node), f"{topic} record of pod {key}")
+
+    async def _restart(self) -> None:
+        async with self._restarting:
+            if not self._broken:  # another send replaced it meanwhile
+                return
+            old, self.producer = self.producer, None
+            if old is not None:
+                with contextlib.suppress(Exception):
+                    await old.stop()
+            await self.start(self.settings.start_wait_s)

@@ -141,7 +141,7 @@ class Pipeline:
                 headers=None if self.signer is None else self.signer.headers(topic, key_bytes, value_bytes),
             )
 
-        await deliver(send, f"{topic} record of pod {key}", self.delivery)
+        await deliver(send, f"{topic} record of pod {key}", self.delivery, self._stop_output_producer)
 
     def add_task(self, factory: Callable[[Pipeline], Awaitable[None]]) -> None:
         """Run a long-lived node or sink task inside the app's lifecycle."""
@@ -223,10 +223,10 @@ class Pipeline:
         folded per topic)."""
         self._clock.update(batch.newest)
         journal_end = dict(journal_end or {})
-        delivered = await deliver_all(batch.journal, self._send, self.delivery)
+        delivered = await deliver_all(batch.journal, self._send, self.delivery, self._stop_output_producer)
         for (partition, _), meta in zip(batch.journal, delivered, strict=True):
             journal_end[partition] = max(journal_end.get(partition, -1), meta.offset)
-        await deliver_all(batch.outputs, self._send, self.delivery)
+        await deliver_all(batch.outputs, self._send, self.delivery, self._stop_output_producer)
         letters = Counter(out.value.reason for _, out in batch.outputs if out.topic == Topic.DEAD_LETTER)
         self.counts[("events", "")] += len(batch.journal)
         self.counts[("versions", "")] += sum(
@@ -276,6 +276,7 @@ class Pipeline:
                 self.delivery.last_error,
                 delay,
             )
+            await self._stop_output_producer()  # see podledger.kafka.deliver()
             await asyncio.sleep(delay)
             delay = min(delay * 2, RETRY_MAX_S)
 
