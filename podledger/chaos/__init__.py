@@ -8,5 +8,7 @@ statuses, that the live history equals the offline fold of the journal, and that
 shows the last versions.
 
 Modules: `plan` (the seeded schedule of faults and the pods of the churn, pure), `checks` (the
-checks over decoded records, pure) and `run` (the orchestration of processes, faults and reads).
+checks over decoded records, pure), `config` (what a run is asked and what it found), `services`
+(the processes, killed and restarted), `snapshot` (the topics read at one moment) and `run` (the
+orchestration of processes, faults and reads).
 """

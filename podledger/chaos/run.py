@@ -17,20 +17,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import logging
 import os
 import random
 import shutil
 import signal
-import subprocess
-import sys
 import tempfile
 import time
 import uuid
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,18 +34,19 @@ from aiokafka import TopicPartition
 
 from podledger.agents.kube import Kube, KubeError
 from podledger.chaos import checks
+from podledger.chaos.config import CONVERGE_GOAL_S, ChaosConfig, ChaosResult, FaultRecord, clock, say
 from podledger.chaos.plan import MANAGED_BY, MANAGED_LABEL, Fault, chaos_pod, delete_grace_s, plan_faults
+from podledger.chaos.services import Service, stop_all
+from podledger.chaos.snapshot import Snapshot, read_snapshot
 from podledger.config import Settings
 from podledger.errors import UserError
 from podledger.kafka import new_consumer
 from podledger.local.apiserver import KubeHandle, start_kube
 from podledger.local.broker import KafkaHandle, restart_kafka, start_kafka
-from podledger.local.processes import log_tail
-from podledger.schemas import decode, models
+from podledger.schemas import decode
 from podledger.streams.topics import admin_client, ensure_topics
 from podledger.types import INGRESS_TOPICS, JSONDict, Topic
 
-CONVERGE_GOAL_S = 30.0  # the apiserver catches up this soon after the last fault
 CHURN_LIFETIME_S = 120.0  # an API pod lives this long on average: one replaced every 120/pods s
 LIVE_SLACK_S = 5.0  # a version younger than this may still be on its way to the apiserver
 NEW_POD_S = 15.0  # a pod younger than this may still be on its way to its first version
@@ -57,281 +54,6 @@ WARM_TIMEOUT_S = 300.0  # every first pod has a version this soon after the pipe
 NO_PROGRESS_S = 45.0  # the drain gives up when nothing moved for this long
 RESTART_BACKOFF_S = (1.0, 10.0)  # a process that exited on its own is started again after this
 APISERVER_STOP_GRACE_S = 5.0  # the outage begins with SIGTERM; SIGKILL if it drains longer
-
-
-def say(message: str) -> None:
-    """Progress on stderr; the summary goes to stdout."""
-    print(f"chaos: {message}", file=sys.stderr, flush=True)
-
-
-@dataclass(frozen=True)
-class ChaosConfig:
-    seconds: float = 600.0
-    kills: int = 50
-    seed: int = 0
-    nodes: int = 3
-    pods: int = 60
-    apiserver_outage_s: float = 30.0
-    broker_restarts: int = 1
-    partitions: int = 6
-    bootstrap: str = ""  # the user's broker (then no broker restart); empty: one of our own
-    kubeconfig: str = ""  # the user's apiserver (then no outage); empty: one of our own
-    workdir: str = ""  # kept afterwards; empty: a temporary one, removed after a passing run
-    settle_s: float = 180.0  # the longest wait for convergence, and for the drain, at the end
-    kafka_env: dict[str, str] = field(default_factory=dict)  # PODLEDGER_KAFKA_* for the user's broker
-
-    def check(self) -> None:
-        if self.seconds <= 0 or self.kills < 0 or self.nodes < 1 or self.pods < 1:
-            raise UserError("chaos needs --seconds > 0, --kills >= 0, --nodes >= 1 and --pods >= 1")
-        if self.broker_restarts < 0 or self.apiserver_outage_s < 0:
-            raise UserError("--broker-restarts and --apiserver-outage-s cannot be negative")
-        if self.bootstrap and self.broker_restarts:
-            raise UserError(
-                "the broker restart needs a broker of chaos's own, not the one PODLEDGER_BOOTSTRAP names:"
-                " unset it, or pass --broker-restarts 0"
-            )
-        if self.kubeconfig and self.apiserver_outage_s:
-            raise UserError(
-                "the apiserver outage needs an apiserver of chaos's own, not the one KUBECONFIG names:"
-                " unset it, or pass --apiserver-outage-s 0"
-            )
-
-
-@dataclass
-class FaultRecord:
-    fault: Fault
-    started: float  # wall clock
-    ended: float
-    done: bool = True  # False: skipped (the target was down already)
-
-
-@dataclass
-class ChaosResult:
-    seed: int
-    kills: int = 0
-    broker_restarts: int = 0
-    apiserver_outage_s: float = 0.0
-    converge_s: float | None = None
-    lost: list[checks.Coord] = field(default_factory=list)
-    gaps: dict[str, list[int]] = field(default_factory=dict)
-    conflicts: dict[checks.VersionKey, list[JSONDict]] = field(default_factory=dict)
-    history: dict[checks.VersionKey, tuple[list[JSONDict], list[JSONDict]]] = field(default_factory=dict)
-    api: list[checks.ApiMismatch] = field(default_factory=list)
-    drained: bool = False
-    figures: list[str] = field(default_factory=list)  # summary lines, printed before the last one
-    problems: list[str] = field(default_factory=list)  # details of every failed check
-    workdir: str = ""
-
-    @property
-    def missing_versions(self) -> int:
-        return sum(len(v) for v in self.gaps.values())
-
-    def ok(self) -> bool:
-        return (
-            not self.lost
-            and not self.gaps
-            and not self.conflicts
-            and not self.history
-            and not self.api
-            and self.drained
-            and self.converge_s is not None
-            and self.converge_s <= CONVERGE_GOAL_S
-        )
-
-    def line(self) -> str:
-        converge = "never" if self.converge_s is None else f"{self.converge_s:.1f}"
-        return (
-            f"chaos kills={self.kills} broker_restarts={self.broker_restarts}"
-            f" apiserver_outage_s={self.apiserver_outage_s:.0f} lost={len(self.lost)}"
-            f" gaps={self.missing_versions} conflicts={len(self.conflicts)} converge_s={converge}"
-        )
-
-
-def clock(ts_ms: float) -> str:
-    """A wall-clock time of day with milliseconds, as the logs show it."""
-    return time.strftime("%H:%M:%S", time.localtime(ts_ms / 1000)) + f".{int(ts_ms) % 1000:03d}"
-
-
-def print_result(result: ChaosResult) -> None:
-    for line in result.figures:
-        print(line)
-    for line in result.problems:
-        print(f"FAILED {line}")
-    if not result.ok() and result.workdir:
-        print(f"logs and data kept in {result.workdir}")
-    print(result.line(), flush=True)
-
-
-# --------------------------------------------------------------------------------------------------
-# Child processes
-# --------------------------------------------------------------------------------------------------
-
-_LIBC = ctypes.CDLL(None, use_errno=True)
-PR_SET_PDEATHSIG = 1
-
-
-def _die_with_us() -> None:
-    """In the child: get SIGTERM if the chaos process dies (no orphan survives a hard kill)."""
-    _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-
-
-class Service:
-    """One podledger process of the pipeline, started again as often as it is killed."""
-
-    def __init__(self, name: str, args: list[str], env: dict[str, str], log_path: Path) -> None:
-        self.name, self.args, self.env, self.log_path = name, args, env, log_path
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.wanted = True  # the supervisor restarts it when it exits on its own
-        self.held = False  # a kill is in progress: the fault starts it again, not the supervisor
-        self.starts = 0
-        self.kills = 0
-        self.exits: list[tuple[float, int]] = []  # (wall clock, exit code) of exits on its own
-        self.crash_streak = 0  # exits on its own in a row, for the back-off
-        self.started_at = 0.0  # monotonic
-
-    def start(self) -> None:
-        self.starts += 1
-        self.started_at = time.monotonic()
-        with open(self.log_path, "ab") as log:
-            log.write(f"\n=== chaos: start #{self.starts} at {time.strftime('%H:%M:%S')} ===\n".encode())
-            log.flush()
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "podledger.cli", *self.args],
-                env=self.env,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # no terminal signal reaches it: chaos stops it
-                preexec_fn=_die_with_us,
-            )
-
-    @property
-    def running(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def kill(self) -> None:
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait()
-        self.kills += 1
-
-    def stop(self, timeout: float = 30.0) -> None:
-        self.wanted = False
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-
-    def tail(self, lines: int = 8) -> str:
-        return log_tail(self.log_path, lines)
-
-
-def stop_all(services: Iterable[Service], timeout: float = 30.0) -> None:
-    """SIGTERM every running one at once, then wait for each (SIGKILL after `timeout`)."""
-    services = list(services)
-    for svc in services:
-        svc.wanted = False
-        if svc.running:
-            assert svc.proc is not None
-            svc.proc.send_signal(signal.SIGTERM)
-    for svc in services:
-        with contextlib.suppress(Exception):
-            svc.stop(timeout)
-
-
-# --------------------------------------------------------------------------------------------------
-# Reading the topics
-# --------------------------------------------------------------------------------------------------
-
-
-@dataclass
-class Snapshot:
-    """Every topic the checks read, as it was at one moment."""
-
-    ingress: list[tuple[checks.Coord, str, int]] = field(default_factory=list)  # (coords, uid, ts_ms)
-    journal: list[models.JournalEntry] = field(default_factory=list)
-    journal_values: list[bytes] = field(default_factory=list)
-    dead_letters: list[models.DeadLetter] = field(default_factory=list)
-    history: list[tuple[models.VersionedPodStatus, int]] = field(default_factory=list)  # (value, ts_ms)
-    fold_state: list[tuple[bytes, bytes | None]] = field(default_factory=list)
-    ends: dict[str, int] = field(default_factory=dict)  # logical topic -> records read
-
-    def versions(self) -> list[models.VersionedPodStatus]:
-        return [vs for vs, _ in self.history]
-
-    def accounted(self) -> set[checks.Coord]:
-        held = checks.held_coordinates(self.fold_state)
-        return checks.accounted_coordinates(self.journal, self.dead_letters, held)
-
-    def lost(self) -> list[checks.Coord]:
-        return checks.lost_inputs((c for c, _, _ in self.ingress), self.accounted())
-
-
-SNAPSHOT_TOPICS = (
-    *INGRESS_TOPICS,
-    Topic.JOURNAL,
-    Topic.DEAD_LETTER,
-    Topic.POD_STATUS_HISTORY,
-    Topic.FOLD_STATE,
-)
-
-
-async def read_topics(
-    settings: Settings, topics: Iterable[str], timeout: float = 300.0
-) -> dict[str, list[Any]]:
-    """Every record of `topics` (logical names) up to their end offsets as of now, read at once:
-    {topic: records, partition by partition, in offset order}."""
-    names = {settings.topic(t): str(t) for t in topics}
-    tps = [TopicPartition(name, p) for name in names for p in range(settings.partitions)]
-    got: dict[TopicPartition, list[Any]] = {tp: [] for tp in tps}
-    consumer = new_consumer(settings)
-    await consumer.start()
-    try:
-        consumer.assign(tps)
-        ends = await consumer.end_offsets(tps)
-        await consumer.seek_to_beginning(*tps)
-        async with asyncio.timeout(timeout):
-            pending = set(tps)
-            while pending:
-                for tp in list(pending):
-                    if await consumer.position(tp) >= ends[tp]:
-                        pending.discard(tp)
-                if not pending:
-                    break
-                batch = await consumer.getmany(timeout_ms=1000, max_records=50_000)
-                for tp, records in batch.items():
-                    got[tp] += [r for r in records if r.offset < ends[tp]]
-    finally:
-        await consumer.stop()
-    out: dict[str, list[Any]] = {t: [] for t in names.values()}
-    for tp in tps:
-        out[names[tp.topic]] += got[tp]
-    return out
-
-
-async def read_snapshot(settings: Settings) -> Snapshot:
-    snap = Snapshot()
-    records = await read_topics(settings, SNAPSHOT_TOPICS)
-    for topic, found in records.items():
-        snap.ends[topic] = len(found)
-    for topic in INGRESS_TOPICS:
-        snap.ingress += [
-            ((str(topic), m.partition, m.offset), (m.key or b"").decode(), m.timestamp)
-            for m in records[topic]
-        ]
-    for m in records[Topic.JOURNAL]:
-        snap.journal.append(decode(Topic.JOURNAL, m.value))
-        snap.journal_values.append(m.value)
-    snap.dead_letters = [decode(Topic.DEAD_LETTER, m.value) for m in records[Topic.DEAD_LETTER]]
-    snap.history = [
-        (decode(Topic.POD_STATUS_HISTORY, m.value), m.timestamp) for m in records[Topic.POD_STATUS_HISTORY]
-    ]
-    snap.fold_state = [(m.key, m.value) for m in records[Topic.FOLD_STATE]]
-    return snap
 
 
 # --------------------------------------------------------------------------------------------------

@@ -9,7 +9,8 @@ import sys
 
 
 def cmd_chaos(args: argparse.Namespace) -> int:
-    from podledger.chaos.run import ChaosConfig, print_result, run_chaos
+    from podledger.chaos.config import ChaosConfig, print_result
+    from podledger.chaos.run import run_chaos
 
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1_000_000)
     config = ChaosConfig(

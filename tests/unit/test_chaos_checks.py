@@ -21,7 +21,7 @@ from podledger.chaos.plan import (
     fault_window,
     plan_faults,
 )
-from podledger.chaos.run import ChaosResult
+from podledger.chaos.config import ChaosResult
 from podledger.schemas import encode, models
 from podledger.streams.batch import marker_key
 from podledger.streams.replay import replay
