@@ -11,7 +11,7 @@ BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 SHELL := /bin/bash
 
-.PHONY: demo test lint typecheck layers analysis-tree install fetch compose-tool clean
+.PHONY: demo test lint typecheck layers analysis-tree install fetch compose-tool prometheus-tool clean
 
 install: $(VENV)/.installed
 
@@ -34,6 +34,16 @@ compose-tool:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker-compose >/dev/null; \
 	  else \
 	    echo "docker-compose is missing: install it (e.g. apt-get install docker-compose)" >&2; exit 1; \
+	  fi; }
+
+# Prometheus, which scrapes `podledger metrics` in tests/integration/test_prometheus.py.
+prometheus-tool:
+	@command -v prometheus >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing prometheus (Debian package) to scrape podledger metrics in the tests"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; \
+	  else \
+	    echo "prometheus is missing: install it (e.g. apt-get install prometheus)" >&2; exit 1; \
 	  fi; }
 
 lint: install typecheck layers
@@ -60,7 +70,7 @@ layers: analysis-tree
 # Both halves at once: the unit half (CPU-bound fuzzers, niced) beside the integration half (which
 # mostly waits on the broker and the apiserver); the unit log is printed after. With PYTEST_ARGS,
 # one plain pytest run of what they name.
-test: install fetch compose-tool lint
+test: install fetch compose-tool prometheus-tool lint
 ifeq ($(strip $(PYTEST_ARGS)),)
 	@mkdir -p .test-logs; \
 	nice -n 10 $(BIN)/pytest tests/unit > .test-logs/unit.log 2>&1 & unit=$$!; \

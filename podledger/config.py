@@ -54,6 +54,10 @@ class Settings:
     relist_period_s: float = 1.0  # the PLEG's relist period
     pod_resync_s: float = 60.0  # a pod worker looks at its pod at least this often (syncFrequency)
     health_port: int = 0  # /healthz and /metrics on 127.0.0.1:<port> (node agent or worker); 0: off
+    # `podledger metrics`: pod metrics for Prometheus (docs/metrics.md)
+    metrics_host: str = "127.0.0.1"
+    metrics_port: int = 9477
+    metrics_removed_keep_s: float = 300.0  # a removed pod's counters stay this long after its gauges
     partitions: int = 6
     replication_factor: int = 1  # raise to 3 on a real cluster
     app_id: str = ""  # Faust application id; defaults to "<topic_prefix>fold"
@@ -208,6 +212,8 @@ RANGES: dict[str, tuple[float, float]] = {
     "relist_period_s": (0.05, 60),
     "pod_resync_s": (1, 86_400),
     "health_port": (0, 65_535),
+    "metrics_port": (1, 65_535),
+    "metrics_removed_keep_s": (0, 86_400),
     "partitions": (1, 10_000),
     "replication_factor": (1, 32),
     "max_event_bytes": (1_024, 64 << 20),

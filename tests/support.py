@@ -229,6 +229,66 @@ async def publish_statuses(settings: Settings, *statuses: models.VersionedPodSta
         await producer.stop()
 
 
+async def publish_versions(
+    settings: Settings, *statuses: models.VersionedPodStatus, removed: tuple[tuple[str, str], ...] = ()
+) -> None:
+    """Versioned statuses as the fold writes them, onto pod-status and pod-status-history, then a
+    pod-status tombstone for each (uid, node) of `removed`."""
+    producer = AIOKafkaProducer(bootstrap_servers=settings.bootstrap)
+    await producer.start()
+    try:
+        for vs in statuses:
+            partition = partition_for_node(vs.node, settings.partitions)
+            for topic in ("pod-status", "pod-status-history"):
+                await producer.send(
+                    settings.topic(topic), key=vs.uid.encode(), value=encode(vs), partition=partition
+                )
+        for uid, node in removed:
+            partition = partition_for_node(node, settings.partitions)
+            await producer.send(
+                settings.topic("pod-status"), key=uid.encode(), value=None, partition=partition
+            )
+        await producer.flush()
+    finally:
+        await producer.stop()
+
+
+def http_get(port: int, path: str, timeout: float = 5.0) -> tuple[int, str]:
+    """(HTTP status, body) of GET 127.0.0.1:port/path; an error status is an answer, not an exception."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=timeout) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+PromSamples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+
+def prometheus_samples(text: str) -> PromSamples:
+    """A Prometheus text page as the Prometheus client's parser reads it: (sample name, labels) ->
+    value; fails if a series appears twice."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    out: PromSamples = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            key = (sample.name, frozenset(sample.labels.items()))
+            assert key not in out, f"{key} twice on the page"
+            out[key] = sample.value
+    return out
+
+
+def sample_value(samples: PromSamples, name: str, **labels: str) -> float | None:
+    """The value of the one series of `name` whose labels include `labels`; None if there is none."""
+    found = [v for (n, ls), v in samples.items() if n == name and set(labels.items()) <= ls]
+    assert len(found) <= 1, f"{name}{labels} matches {len(found)} series"
+    return found[0] if found else None
+
+
 def history_by_version(messages: list[tuple[int, bytes, bytes]]) -> dict[tuple[str, int], bytes]:
     """(uid, version) -> status; fails if one (uid, version) carries two different statuses."""
     out: dict[tuple[str, int], bytes] = {}

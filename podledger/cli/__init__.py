@@ -11,12 +11,12 @@ import os
 import signal
 import sys
 
-from podledger.cli import acls, bench, chaos, demo, fold, keys, local, pipeline, topics
+from podledger.cli import acls, bench, chaos, demo, fold, keys, local, metrics, pipeline, topics
 from podledger.config import CHOICES
 from podledger.errors import UserError
 from podledger.logs import setup_logging
 
-FAMILIES = (pipeline, topics, acls, keys, fold, bench, chaos, local, demo)
+FAMILIES = (pipeline, topics, acls, keys, fold, bench, chaos, local, demo, metrics)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -12,6 +12,7 @@ import pytest
 
 from podledger.agents.runtime.sim import ANNOTATION_EXIT_CODE, ANNOTATION_RUN_SECONDS
 from podledger.chaos import checks
+from podledger.chaos.config import ChaosResult
 from podledger.chaos.plan import (
     BROKER_CLEARANCE_S,
     MANAGED_BY,
@@ -21,7 +22,6 @@ from podledger.chaos.plan import (
     fault_window,
     plan_faults,
 )
-from podledger.chaos.config import ChaosResult
 from podledger.schemas import encode, models
 from podledger.streams.batch import marker_key
 from podledger.streams.replay import replay

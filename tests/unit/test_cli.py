@@ -14,7 +14,20 @@ from podledger import local
 from podledger.cli import build_parser
 from tests.support import path_with, run_podledger
 
-SUBCOMMANDS = ["run", "node", "topics", "acls", "keys", "fold", "bench", "chaos", "schema", "local", "demo"]
+SUBCOMMANDS = [
+    "run",
+    "node",
+    "topics",
+    "acls",
+    "keys",
+    "fold",
+    "bench",
+    "chaos",
+    "schema",
+    "local",
+    "demo",
+    "metrics",
+]
 
 
 def assert_one_line_error(result: subprocess.CompletedProcess[str], *needles: str) -> None:
