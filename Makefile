@@ -11,7 +11,7 @@ BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 SHELL := /bin/bash
 
-.PHONY: demo test lint typecheck layers analysis-tree install fetch compose-tool prometheus-tool clean
+.PHONY: demo test lint typecheck layers analysis-tree install fetch compose-tool prometheus-tool consumer-tools clean
 
 install: $(VENV)/.installed
 
@@ -46,6 +46,18 @@ prometheus-tool:
 	    echo "prometheus is missing: install it (e.g. apt-get install prometheus)" >&2; exit 1; \
 	  fi; }
 
+# The consumer examples' tools (examples/, tests/integration/test_examples.py): kcat (Debian
+# package) and the real kubectl, built from the apiserver's Go module version (deploy/local/kubectl).
+consumer-tools: install
+	@command -v kcat >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing kcat (Debian package) for the kcat example"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends kcat >/dev/null; \
+	  else \
+	    echo "kcat is missing: install it (e.g. apt-get install kcat)" >&2; exit 1; \
+	  fi; }
+	@$(BIN)/python -c 'from podledger.local.artifacts import fetch_kubectl; print(f"kubectl: {fetch_kubectl()}")'
+
 lint: install typecheck layers
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -70,7 +82,7 @@ layers: analysis-tree
 # Both halves at once: the unit half (CPU-bound fuzzers, niced) beside the integration half (which
 # mostly waits on the broker and the apiserver); the unit log is printed after. With PYTEST_ARGS,
 # one plain pytest run of what they name.
-test: install fetch compose-tool prometheus-tool lint
+test: install fetch compose-tool prometheus-tool consumer-tools lint
 ifeq ($(strip $(PYTEST_ARGS)),)
 	@mkdir -p .test-logs; \
 	nice -n 10 $(BIN)/pytest tests/unit > .test-logs/unit.log 2>&1 & unit=$$!; \

@@ -195,7 +195,10 @@ class NodeAgent:
         try:
             await self.publisher.start(self.settings.start_wait_s)
             consumer = await started(
-                lambda: new_consumer(self.settings), f"node {self.node}", self.settings.start_wait_s
+                lambda: new_consumer(self.settings),
+                f"node {self.node}",
+                self.settings.start_wait_s,
+                self.settings.bootstrap,
             )
             updates_tp = TopicPartition(self.settings.topic(Topic.POD_UPDATES), self.partition)
             lifecycle_tp = TopicPartition(self.settings.topic(Topic.POD_LIFECYCLE), self.partition)

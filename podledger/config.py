@@ -54,6 +54,11 @@ class Settings:
     relist_period_s: float = 1.0  # the PLEG's relist period
     pod_resync_s: float = 60.0  # a pod worker looks at its pod at least this often (syncFrequency)
     health_port: int = 0  # /healthz and /metrics on 127.0.0.1:<port> (node agent or worker); 0: off
+    # `podledger serve`, the read-only Kubernetes API (docs/consuming.md): where it listens, the
+    # bearer token file it requires (needed to listen beyond loopback), how often watches get BOOKMARKs.
+    serve_listen: str = "127.0.0.1:8001"
+    serve_token_file: str = ""
+    serve_bookmark_s: float = 60.0
     # `podledger metrics`: pod metrics for Prometheus (docs/metrics.md)
     metrics_host: str = "127.0.0.1"
     metrics_port: int = 9477
@@ -74,6 +79,9 @@ class Settings:
     sink_read: str = "get"  # how the sink reads a pod before writing: get (as the kubelet) or watch
     log_level: str = "warning"
     data_dir: str = ""  # Faust's working files; defaults to faust/<app id> under the cache
+    # The audit index (`podledger index`, `history`, `why`, `export`): a SQLite file; empty: one per
+    # topic prefix under the cache (PODLEDGER_INDEX).
+    index: str = ""
     # Proof of origin (schemas/origin.py): a node agent with a secret signs what it writes; a fold
     # with a keyring folds only records whose writer it can prove.
     node_secret_file: str = ""  # this node's secret (podledger keys new); empty: records go unsigned
@@ -118,6 +126,8 @@ class Settings:
         if not self.node:
             raise UserError("node name is empty: set PODLEDGER_NODE or --node")
         self._check_kafka_security()
+        if self.index and os.path.isdir(self.index):
+            raise UserError(f"PODLEDGER_INDEX={self.index!r} is a directory: name the index file")
 
     def _check_kafka_security(self) -> None:
         """The Kafka security settings fit together; no message names the password."""
@@ -137,6 +147,14 @@ class Settings:
                 raise UserError(
                     f"{protocol} needs PODLEDGER_KAFKA_SASL_USERNAME and PODLEDGER_KAFKA_SASL_PASSWORD"
                 )
+
+    def index_path(self) -> str:
+        """The audit index file: PODLEDGER_INDEX, else audit/<topic prefix>sqlite under the cache."""
+        if self.index:
+            return self.index
+        from podledger.paths import cache_dir
+
+        return str(cache_dir() / "audit" / f"{self.topic_prefix or 'unprefixed.'}sqlite")
 
     def runtime_dir(self) -> str:
         """The process runtime's state directory: one per node, so agents of several nodes never share it."""
@@ -212,6 +230,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "relist_period_s": (0.05, 60),
     "pod_resync_s": (1, 86_400),
     "health_port": (0, 65_535),
+    "serve_bookmark_s": (0.1, 3600),
     "metrics_port": (1, 65_535),
     "metrics_removed_keep_s": (0, 86_400),
     "partitions": (1, 10_000),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, TypeVar
@@ -181,10 +182,25 @@ async def read_to_end(
                 yield message
 
 
-async def started(make: Callable[[], StartableT], what: str, wait_s: float) -> StartableT:
+def _answers(bootstrap: str, timeout: float = 2.0) -> bool:
+    """Whether any bootstrap server accepts a TCP connection."""
+    for server in bootstrap.split(","):
+        host, _, port = server.strip().rpartition(":")
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+                return True
+        except (OSError, ValueError):
+            continue
+    return False
+
+
+async def started(
+    make: Callable[[], StartableT], what: str, wait_s: float, bootstrap: str = ""
+) -> StartableT:
     """A started client from `make`. While the broker cannot be reached, a service waits for it
     (as a kubelet waits for its apiserver) with back-off for up to `wait_s` seconds (0: one try),
-    then raises."""
+    then raises. A broker that answers but refuses us (TLS, SASL) is an error at once: waiting
+    would not fix wrong credentials."""
     deadline = time.monotonic() + wait_s
     delay = 1.0
     while True:
@@ -196,7 +212,7 @@ async def started(make: Callable[[], StartableT], what: str, wait_s: float) -> S
             with contextlib.suppress(Exception):
                 await client.stop()
             pause = min(delay, deadline - time.monotonic())
-            if pause <= 0:
+            if pause <= 0 or (bootstrap and await asyncio.to_thread(_answers, bootstrap)):
                 raise
             log.warning("%s: the broker is unreachable (%s); retrying in %.0fs", what, exc, pause)
             await asyncio.sleep(pause)
@@ -238,6 +254,7 @@ class Publisher:
             ),
             "publisher",
             wait_s,
+            self.settings.bootstrap,
         )
         self._broken = False
 

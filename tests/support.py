@@ -253,6 +253,55 @@ async def publish_versions(
         await producer.stop()
 
 
+async def publish_desired(
+    settings: Settings, *api_pods: JSONDict, op: str = "ADD", source: str = "api"
+) -> None:
+    """Desired pods onto pod-updates (as a pod source announces them), on their node's partition."""
+    producer = AIOKafkaProducer(bootstrap_servers=settings.bootstrap)
+    await producer.start()
+    try:
+        for pod in api_pods:
+            node = pod["spec"]["nodeName"]
+            update = models.PodUpdate(op, source, node, pod, int(time.time() * 1000))
+            await producer.send(
+                settings.topic("pod-updates"),
+                key=pod["metadata"]["uid"].encode(),
+                value=encode(update),
+                partition=partition_for_node(node, settings.partitions),
+            )
+        await producer.flush()
+    finally:
+        await producer.stop()
+
+
+def start_serve(
+    start: Callable[..., PodledgerProcess], settings: Settings, *args: str, **env: str
+) -> tuple[PodledgerProcess, str]:
+    """`podledger serve` on a free loopback port (started with the podledger_process fixture's
+    `start`); returns the process and its URL once it answers."""
+    from podledger.local import free_port
+
+    url = f"http://127.0.0.1:{free_port()}"
+    listen = url.removeprefix("http://")
+    proc = start(["serve", "--listen", listen, *args], env=podledger_env(settings, **env))
+    wait_for(lambda: "answering the Kubernetes API" in proc.output(), 60, what="podledger serve", alive=proc)
+    return proc, url
+
+
+def serve_kubeconfig(url: str, path: Path, token: str = "") -> str:
+    """A kubeconfig for `podledger serve` at `url` (a path after the port, like /at/<time>, is kept)."""
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "ledger", "cluster": {"server": url}}],
+        "users": [{"name": "reader", "user": {"token": token} if token else {}}],
+        "contexts": [{"name": "ledger", "context": {"cluster": "ledger", "user": "reader"}}],
+        "current-context": "ledger",
+    }
+    path.write_text(json.dumps(config))  # JSON is valid YAML
+    return str(path)
+
+
 def http_get(port: int, path: str, timeout: float = 5.0) -> tuple[int, str]:
     """(HTTP status, body) of GET 127.0.0.1:port/path; an error status is an answer, not an exception."""
     import urllib.error

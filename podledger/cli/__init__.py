@@ -11,12 +11,26 @@ import os
 import signal
 import sys
 
-from podledger.cli import acls, bench, chaos, demo, fold, keys, local, metrics, pipeline, topics
+from podledger.cli import (
+    acls,
+    audit,
+    bench,
+    chaos,
+    demo,
+    export,
+    fold,
+    keys,
+    local,
+    metrics,
+    pipeline,
+    serve,
+    topics,
+)
 from podledger.config import CHOICES
 from podledger.errors import UserError
 from podledger.logs import setup_logging
 
-FAMILIES = (pipeline, topics, acls, keys, fold, bench, chaos, local, demo, metrics)
+FAMILIES = (pipeline, topics, acls, keys, fold, bench, chaos, local, demo, metrics, audit, export, serve)
 
 
 def build_parser() -> argparse.ArgumentParser:

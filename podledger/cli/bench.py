@@ -10,10 +10,20 @@ from podledger.cli.common import add_connection_options, settings_from
 def cmd_bench(args: argparse.Namespace) -> int:
     from podledger import bench
 
+    if args.target == "audit":  # no broker: the history is folded and indexed in-process
+        from podledger.bench.audit import bench_audit, print_audit
+
+        print_audit(bench_audit(args.versions, args.pods))
+        return 0
     settings = settings_from(args)
     if args.target == "node":
         node_figures = bench.bench_node(settings, pods=args.pods, seconds=args.seconds, runtime=args.runtime)
         bench.print_node(node_figures)
+        return 0
+    if args.target == "serve":
+        from podledger.bench.serve import bench_serve, print_serve
+
+        print_serve(bench_serve(settings, pods=args.pods))
         return 0
     if args.target == "sink":
         sink_figures = bench.bench_sink(
@@ -49,7 +59,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         " names (or the local one, started if needed) and compares it with the offline fold and a bare"
         " aiokafka loop over the same messages. The last line is machine-readable.",
     )
-    p.add_argument("target", choices=["fold", "sink", "node"])
+    p.add_argument("target", choices=["fold", "sink", "node", "audit", "serve"])
     p.add_argument("--runtime", default="sim", help="node: the runtime to relist (default sim)")
     p.add_argument(
         "--pods", type=int, default=10_000, help="pods in the workload (default 10000; sink: use 1000)"
@@ -61,6 +71,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--seconds", type=float, default=120.0, help="sink, node: how long the benchmark runs (default 120)"
     )
     p.add_argument("--events", type=int, default=200_000, help="events in the backlog (default 200000)")
+    p.add_argument(
+        "--versions", type=int, default=1_000_000, help="audit: versions in the history (default 1000000)"
+    )
     p.add_argument("--rate", type=int, default=5000, help="events/s for the latency phase (default 5000)")
     p.add_argument(
         "--latency-seconds", type=float, default=10.0, help="length of the latency phase (default 10)"

@@ -1,7 +1,7 @@
-"""The broker's jars and the etcd / kube-apiserver binaries: fetched or built once, then cached.
+"""The broker's jars and the etcd / kube-apiserver / kubectl binaries: fetched or built once, then cached.
 
-Kafka is resolved from Maven with the machine's Maven; etcd and kube-apiserver are built with the
-machine's Go from the module versions pinned in deploy/local/. A file lock per artifact keeps
+Kafka is resolved from Maven with the machine's Maven; etcd, kube-apiserver and kubectl are built
+with the machine's Go from the module versions pinned in deploy/local/. A file lock per artifact keeps
 parallel runs from building the same thing twice.
 """
 
@@ -156,6 +156,19 @@ def fetch_apiserver() -> Path:
         "k8s.io/kubernetes",
         "k8s.io/kubernetes/cmd/kube-apiserver",
         # Stamp the version the way the upstream release build does, so /version tells the truth.
+        "-X k8s.io/component-base/version.gitVersion={version}"
+        " -X k8s.io/component-base/version.gitTreeState=clean",
+    )
+
+
+def fetch_kubectl() -> Path:
+    """The real kubectl, built from the same k8s.io/kubernetes version as the apiserver: the client
+    the read-only Kubernetes API of `podledger serve` is tested with."""
+    return _go_binary(
+        "kubectl",
+        _deploy_file("kubectl"),
+        "k8s.io/kubernetes",
+        "k8s.io/kubernetes/cmd/kubectl",
         "-X k8s.io/component-base/version.gitVersion={version}"
         " -X k8s.io/component-base/version.gitTreeState=clean",
     )

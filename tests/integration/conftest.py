@@ -140,6 +140,14 @@ def podledger_process(
             sys.stderr.write(f"\n--- output of podledger {proc.proc.args[3:]} ---\n{proc.output()[-6000:]}\n")
 
 
+@pytest.fixture(scope="session")
+def kubectl_binary() -> str:
+    """The real kubectl, built once (deploy/local/kubectl, the apiserver's version) and cached."""
+    from podledger.local.artifacts import fetch_kubectl
+
+    return str(fetch_kubectl())
+
+
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     outcome = yield

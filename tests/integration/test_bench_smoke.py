@@ -35,3 +35,26 @@ def test_bench_node_prints_a_machine_readable_last_line(kafka_bootstrap: str) ->
     assert match, result.stdout
     assert float(match.group(1)) > 0  # relists happened and were timed
     assert "relist time:" in result.stdout and "nan" not in result.stdout
+
+
+def test_bench_audit_prints_a_machine_readable_last_line() -> None:
+    """`podledger bench audit` needs no broker: it folds, indexes and queries in-process."""
+    result = subprocess.run(
+        [sys.executable, "-m", "podledger.cli", "bench", "audit", "--versions", "3000", "--pods", "60"],
+        env={k: v for k, v in os.environ.items() if not k.startswith("PODLEDGER_")},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    last = result.stdout.strip().splitlines()[-1]
+    number = r"(\d+(?:\.\d+)?)"
+    match = re.fullmatch(
+        rf"audit versions=3000 index_versions_per_s={number} history_p50_ms={number}"
+        rf" history_p99_ms={number} why_p99_ms={number} index_mb={number}",
+        last,
+    )
+    assert match, result.stdout
+    assert float(match.group(1)) > 0 and float(match.group(4)) > 0  # indexed, and why was timed
+    assert "nan" not in result.stdout

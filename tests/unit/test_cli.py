@@ -27,6 +27,12 @@ SUBCOMMANDS = [
     "local",
     "demo",
     "metrics",
+    "history",
+    "why",
+    "index",
+    "export",
+    "serve",
+    "pods",
 ]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 
 import pytest
@@ -63,6 +64,32 @@ def test_a_service_waits_for_an_unreachable_broker_then_gives_up(wait_s: float) 
     settings = Settings(bootstrap=f"127.0.0.1:{local.free_port()}")
     begun = time.monotonic()
     with pytest.raises(KafkaConnectionError):
-        asyncio.run(started(lambda: new_consumer(settings), "test", wait_s))
+        asyncio.run(started(lambda: new_consumer(settings), "test", wait_s, settings.bootstrap))
     waited = time.monotonic() - begun
     assert (waited >= 2.5) if wait_s else (waited < 2.5)
+
+
+def test_a_broker_that_answers_but_refuses_us_is_an_error_at_once() -> None:
+    """Something listens and hangs up on us (as a TLS or SASL listener refusing our credentials
+    does): waiting cannot help, so the service does not wait."""
+    import socket
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+
+    def hang_up() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                server.accept()[0].close()
+
+    threading.Thread(target=hang_up, daemon=True).start()
+    try:
+        settings = Settings(bootstrap=f"127.0.0.1:{server.getsockname()[1]}")
+        begun = time.monotonic()
+        with pytest.raises(KafkaConnectionError):
+            asyncio.run(started(lambda: new_consumer(settings), "test", 60.0, settings.bootstrap))
+        assert time.monotonic() - begun < 15
+    finally:
+        server.close()

@@ -1,0 +1,173 @@
+"""The audit index's interface: what the audit queries need from a store, as plain data.
+
+The index holds every `pod-status-history` and `journal` record it has read, by pod UID, with the
+raw value (so new fields and new record headers never break it), plus the next offset to read
+per topic partition, stored with the rows they cover. SQLite in a file is the embedded default
+(`read/index/sqlite.py`); a server database can implement the same Protocol.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import orjson
+
+from podledger.types import Topic
+
+INDEXED_TOPICS: tuple[str, ...] = (Topic.POD_STATUS_HISTORY, Topic.JOURNAL)
+
+
+@dataclass(frozen=True, slots=True)
+class RawRecord:
+    """One Kafka record of an indexed topic (logical name), as read: the index's only input."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredVersion:
+    """A pod-status-history value and where it sits on that topic."""
+
+    partition: int
+    offset: int
+    value: dict[str, Any]
+
+    @property
+    def uid(self) -> str:
+        return str(self.value["uid"])
+
+    @property
+    def version(self) -> int:
+        return int(self.value["version"])
+
+    @property
+    def ts_ms(self) -> int:
+        return int(self.value["ts_ms"])
+
+    @property
+    def cause(self) -> dict[str, Any]:
+        return dict(self.value.get("cause") or {})
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEntry:
+    """A journal value (an input event the fold applied) and its position on the journal."""
+
+    partition: int
+    offset: int
+    uid: str
+    value: dict[str, Any]
+
+    @property
+    def position(self) -> tuple[int, int]:
+        return (self.partition, self.offset)
+
+    @property
+    def input(self) -> tuple[str, int, int]:
+        """The input event's own coordinates: (topic, partition, offset)."""
+        return (str(self.value["topic"]), int(self.value["partition"]), int(self.value["offset"]))
+
+
+@dataclass(frozen=True, slots=True)
+class PodIdentity:
+    """One life of a pod: a UID, its name, node, and the time span its versions cover."""
+
+    uid: str
+    namespace: str
+    name: str
+    node: str
+    first_ts_ms: int
+    last_ts_ms: int
+
+
+class AuditIndex(Protocol):
+    """The store behind `podledger history`, `why` and `export`. Ranges are inclusive; journal
+    positions are (journal partition, journal offset); every list is in topic order."""
+
+    def add(self, records: Iterable[RawRecord]) -> int:
+        """Store a batch of records and advance the offsets past them, atomically; records
+        already stored are ignored. Returns the versions stored."""
+        ...
+
+    def offsets(self) -> dict[tuple[str, int], int]:
+        """(logical topic, partition) -> the next offset to read."""
+        ...
+
+    def identities(self, *, uid: str = "", namespace: str = "", name: str = "") -> list[PodIdentity]:
+        """The pods of a UID, or of a namespace/name (each UID that carried it), oldest first."""
+        ...
+
+    def versions(
+        self, uid: str, *, since_ms: int | None = None, until_ms: int | None = None
+    ) -> list[StoredVersion]:
+        """A UID's versions, optionally within an event-time range, in history order; without
+        copies (a version resent after a lost acknowledgement is kept once)."""
+        ...
+
+    def journal(
+        self, uid: str, *, until: tuple[int, int] | None = None, limit: int | None = None
+    ) -> list[StoredEntry]:
+        """A UID's journal entries in journal order, up to position `until`; without copies (an
+        entry resent after a lost acknowledgement is kept once, at its first position)."""
+        ...
+
+    def scan(
+        self, topic: str, *, uid: str = "", since_ms: int | None = None, until_ms: int | None = None
+    ) -> Iterator[bytes]:
+        """Raw values of an indexed topic, per partition in topic order, for export."""
+        ...
+
+    def count(self, topic: str) -> int: ...
+
+    def size_bytes(self) -> int: ...
+
+    def close(self) -> None: ...
+
+
+def version_fields(value: bytes) -> dict[str, Any] | None:
+    """A history value decoded for indexing, or None when it is not one (a tombstone, or bytes
+    that are no JSON object with the fields the index needs). Unknown fields are kept as they are."""
+    parsed = _object(value)
+    if parsed is None:
+        return None
+    cause = parsed.get("cause")
+    fields_ok = (
+        isinstance(parsed.get("uid"), str)
+        and isinstance(parsed.get("version"), int)
+        and isinstance(parsed.get("ts_ms"), int)
+        and isinstance(cause, dict)
+        and isinstance(cause.get("topic"), str)
+        and isinstance(cause.get("offset"), int)
+    )
+    return parsed if fields_ok else None
+
+
+def entry_fields(value: bytes) -> dict[str, Any] | None:
+    """A journal value decoded for indexing, or None when it is not one."""
+    parsed = _object(value)
+    if parsed is None:
+        return None
+    fields_ok = (
+        isinstance(parsed.get("topic"), str)
+        and isinstance(parsed.get("partition"), int)
+        and isinstance(parsed.get("offset"), int)
+        and isinstance(parsed.get("ts_ms"), int)
+        and isinstance(parsed.get("event"), dict)
+    )
+    return parsed if fields_ok else None
+
+
+def _object(value: bytes | None) -> dict[str, Any] | None:
+    if not value:
+        return None
+    try:
+        parsed = orjson.loads(value)
+    except orjson.JSONDecodeError:
+        return None
+    return parsed if isinstance(parsed, dict) else None

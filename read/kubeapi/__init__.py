@@ -1,0 +1,6 @@
+"""The read-only Kubernetes API over the ledger (`podledger serve`): pods listed, got and watched
+from pod-status, and listed at a past moment from pod-status-history (docs/consuming.md).
+
+Pure: `objects` (documents), `table` (kubectl's columns), `store` (the pods and watch events).
+Edges: `ledger` (following the topics), `watch`, `history` (the past), `server` (HTTP).
+"""

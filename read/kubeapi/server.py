@@ -1,0 +1,196 @@
+"""`podledger serve`: the pod read paths of the Kubernetes API, answered from the ledger.
+
+GET only. Discovery (/api, /api/v1, /apis, /version), list and get of pods (all namespaces, one
+namespace, one pod, its status), watch (`?watch=true` or /api/v1/watch/...), and the same at a past
+moment under /at/<RFC 3339 time>/. Objects are JSON, or a meta.k8s.io Table when the client asks
+for one (kubectl does). Without a bearer token the server listens on loopback only: whoever can
+reach it reads every pod (docs/consuming.md, "Who may read").
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from importlib.metadata import version
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from podledger.config import Settings
+from podledger.read.client.position import InvalidToken, decode_position
+from podledger.read.client.select import PodFilter, SelectorError
+from podledger.read.kubeapi import objects
+from podledger.read.kubeapi.history import PastPods
+from podledger.read.kubeapi.ledger import Ledger
+from podledger.read.kubeapi.table import row_basis, row_object, table, table_row
+from podledger.read.kubeapi.watch import serve_watch
+from podledger.types import JSONDict
+
+log = logging.getLogger(__name__)
+AHEAD_WAIT_S = 3.0  # how long a request for a resourceVersion this server has not read yet waits
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def respond(body: JSONDict, status: int = 200) -> web.Response:
+    return web.Response(body=orjson.dumps(body), status=status, content_type="application/json")
+
+
+def failure(body: JSONDict) -> web.Response:
+    return respond(body, int(body["code"]))
+
+
+class KubeApi:
+    def __init__(
+        self, settings: Settings, ledger: Ledger, *, token: str = "", bookmark_s: float = 60.0
+    ) -> None:
+        self.settings = settings
+        self.ledger = ledger
+        self.token = token
+        self.bookmark_s = bookmark_s
+        self.past = PastPods(settings)
+
+    def app(self) -> web.Application:
+        app = web.Application(middlewares=[self._guard])
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        return app
+
+    @web.middleware
+    async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        """Read-only, and with a token configured, nothing without it."""
+        if request.method not in ("GET", "HEAD"):
+            response = failure(objects.method_not_allowed(request.method))
+            response.headers["Allow"] = "GET, HEAD"
+            return response
+        if self.token:
+            given = request.headers.get("Authorization", "")
+            if not hmac.compare_digest(given.encode(), f"Bearer {self.token}".encode()):
+                return failure(objects.unauthorized())
+        return await handler(request)
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        try:
+            moment, what, namespace, name, legacy_watch = objects.parse_path(request.path)
+        except objects.PathError:
+            return failure(
+                objects.status(404, "NotFound", "the server could not find the requested resource")
+            )
+        if what == "health":
+            return web.Response(text="ok")
+        if what == "api":
+            return respond(objects.api_versions(request.host))
+        if what == "apis":
+            return respond(objects.api_groups())
+        if what == "v1":
+            return respond(objects.api_resources())
+        if what == "version":
+            return respond(objects.version_info(version("podledger")))
+        query = request.query
+        try:
+            gv = objects.table_version(request.headers.get("Accept", ""))
+            include = objects.include_object(query.get("includeObject"))
+            pod_filter = PodFilter.parse(
+                namespace, None, query.get("labelSelector"), _with_name(query.get("fieldSelector"), name)
+            )
+            moment_ms = None if moment is None else objects.parse_moment(moment)
+        except (SelectorError, ValueError) as exc:
+            return failure(objects.bad_request(str(exc)))
+        watch = legacy_watch or objects.parse_bool(query.get("watch"))
+        if moment_ms is not None:
+            if watch:
+                return failure(
+                    objects.bad_request("a past moment cannot be watched: list it, or watch the present")
+                )
+            return await self._past(moment_ms, pod_filter, name, gv, include)
+        if watch:
+            return await serve_watch(request, self.ledger, pod_filter, gv, include, self.bookmark_s)
+        rv = query.get("resourceVersion", "")
+        if rv not in ("", "0"):
+            refused = await self._check_version(rv, query.get("resourceVersionMatch", ""))
+            if refused is not None:
+                return refused
+        return self._present(pod_filter, namespace, name, gv, include)
+
+    async def _check_version(self, rv: str, match: str) -> web.Response | None:
+        """A list or get at a resourceVersion: served at the newest point, which is never older."""
+        try:
+            position = decode_position(rv)
+        except InvalidToken as exc:
+            return failure(objects.bad_request(f"resourceVersion {rv!r}: {exc}"))
+        if position.partitions != self.settings.partitions:
+            return failure(objects.expired("the resourceVersion is for other topics"))
+        if match == "Exact" and position.offsets != self.ledger.position.offsets:
+            return failure(
+                objects.expired("only the newest version is listed here; /at/<time>/ lists the past")
+            )
+        if not await self.ledger.reached(position.offsets, AHEAD_WAIT_S):
+            return failure(objects.too_large("this server has not read that far yet"))
+        return None
+
+    def _present(
+        self, pod_filter: PodFilter, namespace: str | None, name: str | None, gv: str | None, include: str
+    ) -> web.Response:
+        rv = self.ledger.resource_version
+        now = _now_s()
+        if name is not None:
+            entry = self.ledger.store.get(namespace or "", name)
+            if entry is None:
+                return failure(objects.not_found(name))
+            if gv is None:
+                return respond(entry.obj)
+            return respond(
+                table([table_row(entry.row_basis(), row_object(entry.obj, include, gv), now)], rv, gv)
+            )
+        entries = self.ledger.store.select(pod_filter)
+        if gv is None:
+            return respond(objects.pod_list([e.obj for e in entries], rv))
+        rows = [table_row(e.row_basis(), row_object(e.obj, include, gv), now) for e in entries]
+        return respond(table(rows, rv, gv))
+
+    async def _past(
+        self, moment_ms: int, pod_filter: PodFilter, name: str | None, gv: str | None, include: str
+    ) -> web.Response:
+        now_ms = int(_now_s() * 1000)
+        if moment_ms > now_ms:
+            return failure(objects.bad_request("that moment is in the future"))
+        pods = [p for p in await self.past.at(moment_ms, now_ms) if pod_filter.matches(p)]
+        if name is not None and not pods:
+            return failure(objects.not_found(name))
+        if gv is None:
+            return respond(pods[0] if name is not None else objects.pod_list(pods, ""))
+        rows = [table_row(row_basis(p), row_object(p, include, gv), _now_s()) for p in pods]
+        return respond(table(rows, "", gv))
+
+
+def _with_name(field_selector: str | None, name: str | None) -> str | None:
+    """A get of one pod is a list with metadata.name fixed (also how a watch of one pod is asked)."""
+    if name is None:
+        return field_selector
+    return ",".join(s for s in (field_selector, f"metadata.name={name}") if s)
+
+
+def _now_s() -> float:
+    return time.time()
+
+
+async def run_server(settings: Settings, host: str, port: int, *, token: str = "", bookmark_s: float = 60.0,
+                     ready: Callable[[str], Any] | None = None) -> None:  # fmt: skip
+    """Load the pods, then answer until cancelled."""
+    ledger = Ledger(settings)
+    await ledger.start()
+    runner = web.AppRunner(
+        KubeApi(settings, ledger, token=token, bookmark_s=bookmark_s).app(), access_log=None
+    )
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    await site.start()
+    try:
+        if ready is not None:
+            ready(f"http://{host}:{port}")
+        await ledger.following()
+    finally:
+        await runner.cleanup()
+        await ledger.stop()

@@ -1,0 +1,179 @@
+"""The audit index (SQLite) and the queries over it, filled with real fold output, no Kafka:
+history per pod and per life, why a version is what it is, copies dropped, offsets resumed,
+exports that fold back into the same history."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from podledger.read.audit import queries
+from podledger.read.audit.parse import PodRef
+from podledger.read.index import RawRecord, SqliteIndex
+from podledger.schemas import encode
+from podledger.streams.replay import replay
+from podledger.types import Topic
+from podledger.workload import workload
+
+
+def fold_records(lines: list[bytes], partition: int = 0) -> list[RawRecord]:
+    """The journal and history records the fold makes of `lines`, as the index would read them."""
+    records, offsets = [], {Topic.JOURNAL: 0, Topic.POD_STATUS_HISTORY: 0}
+    for out in replay(lines):
+        if out.topic in offsets:
+            records.append(
+                RawRecord(out.topic, partition, offsets[out.topic], out.key.encode(), out.wire_value())
+            )
+            offsets[out.topic] += 1
+    return records
+
+
+@pytest.fixture
+def ingress() -> list[Any]:
+    return list(workload(6, 240, nodes=2, seed=5, start_ms=1_714_572_000_000))
+
+
+@pytest.fixture
+def index(tmp_path: Path, ingress: list[Any]) -> SqliteIndex:
+    idx = SqliteIndex(tmp_path / "audit.sqlite", topics="test")
+    records = fold_records([encode(e.value) for e in ingress])
+    for start in range(0, len(records), 50):
+        idx.add(records[start : start + 50])
+    return idx
+
+
+def folded_versions(ingress: list[Any]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for o in replay([encode(e.value) for e in ingress]):
+        if o.topic == Topic.POD_STATUS_HISTORY:
+            out.setdefault(o.key, []).append(orjson.loads(o.wire_value()))
+    return out
+
+
+def test_history_lists_every_version_of_each_pod_in_order(index: SqliteIndex, ingress: list[Any]) -> None:
+    expected = folded_versions(ingress)
+    assert len(expected) == 6
+    for uid, versions in expected.items():
+        [life] = queries.history(index, PodRef(uid=uid), with_status=True)
+        assert [r["version"] for r in life["versions"]] == [v["version"] for v in versions]
+        assert [r["status"] for r in life["versions"]] == [v["status"] for v in versions]
+        assert [r["cause"] for r in life["versions"]] == [v["cause"] for v in versions]
+
+
+def test_a_pod_is_found_by_name_and_by_uid_and_missing_ones_are_named(index: SqliteIndex) -> None:
+    [life] = queries.history(index, PodRef(namespace="default", name="pod-000002"))
+    by_uid = queries.history(index, PodRef(uid=life["uid"], namespace="default", name=life["uid"]))
+    assert by_uid == [life]
+    with pytest.raises(queries.NotFound, match="no pod default/nope"):
+        queries.history(index, PodRef(namespace="default", name="nope"))
+
+
+def test_since_until_and_diff(index: SqliteIndex, ingress: list[Any]) -> None:
+    uid, versions = next(iter(folded_versions(ingress).items()))
+    middle = versions[len(versions) // 2]["ts_ms"]
+    [life] = queries.history(index, PodRef(uid=uid), since_ms=middle, with_diff=True)
+    assert life["versions"][0]["ts_ms"] == middle
+    assert all(r["ts_ms"] >= middle for r in life["versions"])
+    assert all(r["changes"] for r in life["versions"])  # a version exists only when something changed
+    assert (
+        queries.history(index, PodRef(uid=uid), until_ms=versions[0]["ts_ms"])[0]["versions"][0]["version"]
+        == 1
+    )
+
+
+def test_copies_of_records_are_dropped_and_offsets_only_advance(tmp_path: Path, ingress: list[Any]) -> None:
+    idx = SqliteIndex(tmp_path / "audit.sqlite", topics="test")
+    records = fold_records([encode(e.value) for e in ingress])
+    idx.add(records)
+    ends = idx.offsets()
+    # Stored twice (two writers), and resent by the fold at later offsets (a lost acknowledgement).
+    resent = [dataclasses.replace(r, offset=r.offset + 10_000) for r in records[:40]]
+    idx.add(records[:40])
+    assert idx.offsets() == ends  # an older batch never moves the offsets back
+    idx.add(resent)
+    assert idx.offsets()[(Topic.JOURNAL, 0)] > ends[(Topic.JOURNAL, 0)]
+    for uid, versions in folded_versions(ingress).items():
+        assert [v.version for v in idx.versions(uid)] == [v["version"] for v in versions]
+        inputs = [e.input for e in idx.journal(uid)]
+        assert len(inputs) == len(set(inputs))
+
+
+def test_values_it_cannot_read_are_skipped_and_new_fields_kept(tmp_path: Path, ingress: list[Any]) -> None:
+    idx = SqliteIndex(tmp_path / "audit.sqlite", topics="test")
+    records = fold_records([encode(e.value) for e in ingress[:10]])
+    first = records[0] if records[0].topic == Topic.POD_STATUS_HISTORY else records[1]
+    extended = orjson.dumps({**orjson.loads(first.value or b""), "rules": "v1", "chain": {"prev": "00"}})
+    odd = [
+        RawRecord(Topic.POD_STATUS_HISTORY, 1, 0, b"k", b"not json"),
+        RawRecord(Topic.POD_STATUS_HISTORY, 1, 1, b"k", None),
+        RawRecord(Topic.JOURNAL, 1, 0, b"k", b'{"topic": 5}'),
+        dataclasses.replace(first, partition=2, value=extended),
+    ]
+    assert idx.add(odd) == 1
+    assert idx.offsets()[(Topic.POD_STATUS_HISTORY, 1)] == 2 and idx.offsets()[(Topic.JOURNAL, 1)] == 1
+    [stored] = idx.versions(orjson.loads(extended)["uid"])
+    assert stored.value["rules"] == "v1"
+
+
+def test_a_name_carried_by_two_pods_and_a_uid_with_two_lives(tmp_path: Path, ingress: list[Any]) -> None:
+    first = [e for e in ingress if e.key == ingress[0].key][:4]
+    second_pod = {**first[0].value.pod, "metadata": {**first[0].value.pod["metadata"], "uid": "uid-two"}}
+    again = dataclasses.replace(first[0].value, pod=second_pod, ts_ms=first[-1].ts_ms + 1000)
+    removed = dataclasses.replace(first[0].value, op="REMOVE", ts_ms=first[-1].ts_ms + 2000)
+    readded = dataclasses.replace(first[0].value, ts_ms=first[-1].ts_ms + 3000)
+    lines = [encode(e.value) for e in first] + [encode(again), encode(removed), encode(readded)]
+    idx = SqliteIndex(tmp_path / "audit.sqlite", topics="test")
+    idx.add(fold_records(lines))
+    lives = queries.history(idx, PodRef(namespace="default", name=first[0].value.pod["metadata"]["name"]))
+    assert [life["uid"] for life in lives] == [first[0].key, "uid-two", first[0].key]  # in time order
+    assert [life["versions"][0]["version"] for life in lives] == [1, 1, 1]
+
+
+def test_why_names_the_chain_the_rules_and_what_changed_nothing(
+    index: SqliteIndex, ingress: list[Any]
+) -> None:
+    uid, versions = max(folded_versions(ingress).items(), key=lambda kv: len(kv[1]))
+    target = versions[3]
+    result = queries.why(index, PodRef(uid=uid), version=target["version"])
+    assert result["version"]["version"] == target["version"] and result["replayed"]
+    assert result["version"]["status"] == target["status"]
+    assert (
+        result["previous_version"] == target["version"] - 1
+        and result["next_version"] == target["version"] + 1
+    )
+    # The chain ends with the cause; it holds exactly the journal entries between the two causes.
+    last = result["chain"][-1]
+    assert last["input"] == {k: target["cause"][k] for k in ("topic", "partition", "offset")}
+    assert last["effect"] == f"new version {target['version']}"
+    assert all(i["effect"] != last["effect"] for i in result["chain"][:-1])
+    journal = index.journal(uid)
+    inputs = [e.input for e in journal]
+    before = inputs.index(tuple(versions[2]["cause"][k] for k in ("topic", "partition", "offset")))
+    cause = inputs.index(tuple(target["cause"][k] for k in ("topic", "partition", "offset")))
+    assert [tuple(i["input"].values()) for i in result["chain"]] == inputs[before + 1 : cause + 1]
+    assert result["changes"] and all(i["effect"].startswith("no change") for i in result["unchanged_after"])
+
+
+def test_why_at_a_moment_finds_the_version_in_force(index: SqliteIndex, ingress: list[Any]) -> None:
+    uid, versions = next(iter(folded_versions(ingress).items()))
+    at = versions[2]["ts_ms"] + (versions[3]["ts_ms"] - versions[2]["ts_ms"]) // 2
+    assert queries.why(index, PodRef(uid=uid), at_ms=at)["version"]["version"] == versions[2]["version"]
+    assert queries.why(index, PodRef(uid=uid))["version"]["version"] == versions[-1]["version"]
+    with pytest.raises(queries.NotFound, match="no status yet"):
+        queries.why(index, PodRef(uid=uid), at_ms=versions[0]["ts_ms"] - 1)
+    with pytest.raises(queries.NotFound, match="no version 999"):
+        queries.why(index, PodRef(uid=uid), version=999)
+
+
+def test_an_exported_journal_folds_back_into_the_exported_history(index: SqliteIndex) -> None:
+    journal = list(queries.export(index, Topic.JOURNAL))
+    history = list(queries.export(index, Topic.POD_STATUS_HISTORY))
+    again = [o.wire_value() for o in replay(journal) if o.topic == Topic.POD_STATUS_HISTORY]
+    assert sorted(again) == sorted(history) and len(history) > 6
+    [one] = queries.history(index, PodRef(namespace="default", name="pod-000001"))
+    only = list(queries.export(index, Topic.JOURNAL, ref=PodRef(uid=one["uid"])))
+    assert only and all(orjson.loads(v)["event"].get("uid", one["uid"]) == one["uid"] for v in only)
