@@ -176,6 +176,27 @@ async def read_topic(
         await consumer.stop()
 
 
+def wait_for_topic(
+    settings: Settings,
+    name: str,
+    at_least: int,
+    *,
+    timeout: float = 120.0,
+    alive: PodledgerProcess | None = None,
+    idle: float = 0.5,
+) -> list[tuple[int, bytes, bytes]]:
+    """(partition, key, value) of every message of a topic once it holds at least `at_least`,
+    polled until `timeout` (failing at once if the `alive` process exits)."""
+    return wait_for(
+        lambda: (
+            len(msgs := asyncio.run(read_topic(settings, name, at_least, idle=idle))) >= at_least and msgs
+        ),
+        timeout=timeout,
+        what=f"{at_least} records on {name}",
+        alive=alive,
+    )
+
+
 async def read_records(settings: Settings, name: str, timeout: float = 30.0) -> list[ConsumerRecord]:
     """Every record of a topic as it is now (offsets, headers and all), read from the start to its end."""
     consumer = AIOKafkaConsumer(

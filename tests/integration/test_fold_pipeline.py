@@ -23,7 +23,7 @@ from tests.support import (
     podledger_env,
     read_topic,
     send_raw,
-    wait_for,
+    wait_for_topic,
 )
 
 pytestmark = pytest.mark.kafka
@@ -67,26 +67,8 @@ def test_live_fold_and_offline_fold_of_its_journal_agree_and_bad_input_is_dead_l
     asyncio.run(send_raw(settings, src.topic, node, src.key.encode(), encode(late), late.ts_ms))
 
     good = EVENTS + 1
-    journal = wait_for(
-        lambda: (
-            (msgs := asyncio.run(read_topic(settings, "journal", good, idle=0.5)))
-            and len(msgs) >= good
-            and msgs
-        ),
-        timeout=120,
-        what=f"{good} journal entries",
-        alive=proc,
-    )
-    letters = wait_for(
-        lambda: (
-            (msgs := asyncio.run(read_topic(settings, "dead-letter", 5, idle=0.5)))
-            and len(msgs) >= 5
-            and msgs
-        ),
-        timeout=60,
-        what="5 dead letters",
-        alive=proc,
-    )
+    journal = wait_for_topic(settings, "journal", good, timeout=120, alive=proc)
+    letters = wait_for_topic(settings, "dead-letter", 5, timeout=60, alive=proc)
     history_msgs = asyncio.run(read_topic(settings, "pod-status-history", 1, idle=1.0))
 
     # Every good event was journaled once, in per-partition order, on its input's partition.

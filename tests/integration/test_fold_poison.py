@@ -21,7 +21,7 @@ from tests.support import (
     podledger_env,
     read_topic,
     send_raw,
-    wait_for,
+    wait_for_topic,
 )
 
 pytestmark = pytest.mark.kafka
@@ -71,28 +71,10 @@ def test_poison_in_a_batch_is_parked_and_every_good_event_is_folded(
     asyncio.run(send_raw(settings, "pleg", node, b"garbage", garbage, first[-1].ts_ms))
     asyncio.run(produce(settings, rest))
 
-    journal = wait_for(
-        lambda: (
-            (msgs := asyncio.run(read_topic(settings, "journal", EVENTS, idle=0.5)))
-            and len(msgs) >= EVENTS
-            and msgs
-        ),
-        timeout=120,
-        what=f"{EVENTS} journal entries",
-        alive=proc,
-    )
+    journal = wait_for_topic(settings, "journal", EVENTS, timeout=120, alive=proc)
     entries = [decode("journal", v) for _, _, v in journal]
     assert len({(e.topic, e.partition, e.offset) for e in entries}) == EVENTS == len(entries)
-    letters = wait_for(
-        lambda: (
-            (msgs := asyncio.run(read_topic(settings, "dead-letter", len(poison) + 1, idle=0.5)))
-            and len(msgs) >= len(poison) + 1
-            and msgs
-        ),
-        timeout=60,
-        what="the poison on dead-letter",
-        alive=proc,
-    )
+    letters = wait_for_topic(settings, "dead-letter", len(poison) + 1, timeout=60, alive=proc)
     dead = [decode("dead-letter", v) for _, _, v in letters]
     (big,) = [d for d in dead if d.topic == "pleg"]
     assert big.reason == "malformed" and big.value_size == len(garbage)

@@ -27,6 +27,7 @@ from tests.support import (
     read_records,
     read_topic,
     wait_for,
+    wait_for_topic,
 )
 
 pytestmark = pytest.mark.kafka
@@ -92,16 +93,7 @@ def test_a_fold_worker_that_cannot_deliver_turns_unhealthy_and_catches_up(
     changes = asyncio.run(ensure_topics(settings))  # the operator's repair
     assert any(change.action == "altered" for change in changes)
     wait_for(lambda: get(port, "/healthz") == (200, "ok\n"), timeout=60, what="healthy again", alive=proc)
-    journal = wait_for(
-        lambda: (
-            (msgs := asyncio.run(read_topic(settings, "journal", EVENTS, idle=0.5)))
-            and len(msgs) >= EVENTS
-            and msgs
-        ),
-        timeout=120,
-        what="every event folded",
-        alive=proc,
-    )
+    journal = wait_for_topic(settings, "journal", EVENTS, timeout=120, alive=proc)
     assert len({(m[1], m[2]) for m in journal}) == EVENTS  # each event once (resends are exact copies)
     records = asyncio.run(read_records(settings, "pod-status-history"))
     history = history_by_version([(r.partition, r.key, r.value) for r in records])
