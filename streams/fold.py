@@ -108,6 +108,12 @@ def event_type(topic: str, event: Any) -> str:
     return f"{topic}:{event.kind}"
 
 
+def event_fields(event: Any) -> JSONDict:
+    """An input model as the dict of its fields, in order: it encodes as the model does. The values
+    are the event's own, shared (inputs are never changed), so the journal needs no copy."""
+    return {name: getattr(event, name) for name in event.__dataclass_fields__}
+
+
 def new_record(update: models.PodUpdate) -> PodRecord:
     meta = update.pod["metadata"]
     return {
@@ -261,7 +267,7 @@ def _apply(
     journal = Output(
         Topic.JOURNAL,
         uid,
-        models.JournalEntry(kind, at.topic, at.partition, at.offset, at.ts_ms, to_dict(event)),
+        models.JournalEntry(kind, at.topic, at.partition, at.offset, at.ts_ms, event_fields(event)),
         None if proof is None else proof_headers(proof),
     )
     if at.topic == Topic.POD_UPDATES and event.op == PodOp.REMOVE:
@@ -364,9 +370,10 @@ def _publish_version(record: PodRecord, kind: str, at: Coordinates) -> list[Outp
         cause=models.Cause(kind, at.topic, at.partition, at.offset, at.ts_ms),
         ts_ms=at.ts_ms,
     )
+    encoded = encode(value)  # one value on two topics: encoded once
     return [
-        Output(Topic.POD_STATUS, record["uid"], value),
-        Output(Topic.POD_STATUS_HISTORY, record["uid"], value),
+        Output(Topic.POD_STATUS, record["uid"], value, encoded=encoded),
+        Output(Topic.POD_STATUS_HISTORY, record["uid"], value, encoded=encoded),
     ]
 
 

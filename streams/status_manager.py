@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from podledger.streams.status import (
+from podledger.streams.pod_json import (
     GONE_WHEN_TERMINATED,
     KUBELET_OWNED_CONDITIONS,
     SHARED_CONDITIONS,
@@ -77,7 +77,7 @@ def check_container_state_transition(old: JSONDict, new: JSONDict, pod: JSONDict
 
 def truncate_time(value: Any) -> Any:
     """RFC 3339 to whole seconds, as the apiserver stores times."""
-    return _FRACTION.sub("", value) if isinstance(value, str) else value
+    return _FRACTION.sub("", value) if isinstance(value, str) and "." in value else value
 
 
 def _truncate_bytes(text: str, limit: int) -> str:
@@ -92,6 +92,9 @@ def normalize_status(pod: JSONDict, status: JSONDict) -> JSONDict:
 
 
 def _normalize_in_place(pod: JSONDict, status: JSONDict) -> JSONDict:
+    """normalizeStatus on `status`, its lists, its container statuses and its conditions, which it
+    changes in place; a container's state that needs a change is replaced by a changed copy (states
+    may be shared with the cached status, which stays as it was)."""
     spec = pod.get("spec") or {}
     count = sum(len(spec.get(k) or []) for k in ("containers", "initContainers", "ephemeralContainers"))
     budget = MAX_TERMINATION_MESSAGE_BYTES // count if count > 0 else MAX_TERMINATION_MESSAGE_BYTES
@@ -100,16 +103,9 @@ def _normalize_in_place(pod: JSONDict, status: JSONDict) -> JSONDict:
         for cs in status.get(key) or []:
             for which in ("state", "lastState"):
                 state = cs.get(which) or {}
-                terminated = state.get("terminated")
-                if terminated:
-                    if isinstance(terminated.get("message"), str):
-                        terminated["message"] = _truncate_bytes(terminated["message"], budget)
-                    for t in ("startedAt", "finishedAt"):
-                        if t in terminated:
-                            terminated[t] = truncate_time(terminated[t])
-                running = state.get("running")
-                if running and "startedAt" in running:
-                    running["startedAt"] = truncate_time(running["startedAt"])
+                normalized = _normalized_state(state, budget)
+                if normalized is not state:
+                    cs[which] = normalized
     if "startTime" in status:
         status["startTime"] = truncate_time(status["startTime"])
     for cond in status.get("conditions") or []:
@@ -128,22 +124,59 @@ def _normalize_in_place(pod: JSONDict, status: JSONDict) -> JSONDict:
     return status
 
 
+def _normalized_state(state: JSONDict, budget: int) -> JSONDict:
+    """A container state with its terminated message cut and its times in seconds: `state` itself
+    when nothing changes, else a changed copy."""
+    terminated = state.get("terminated")
+    if terminated:
+        changed = terminated
+        if isinstance(terminated.get("message"), str):
+            message = _truncate_bytes(terminated["message"], budget)
+            if message != terminated["message"]:
+                changed = {**changed, "message": message}
+        for t in ("startedAt", "finishedAt"):
+            if t in terminated:
+                value = truncate_time(terminated[t])
+                if value != terminated[t]:
+                    changed = {**changed, t: value}
+        if changed is not terminated:
+            state = {**state, "terminated": changed}
+    running = state.get("running")
+    if running and "startedAt" in running:
+        value = truncate_time(running["startedAt"])
+        if value != running["startedAt"]:
+            state = {**state, "running": {**running, "startedAt": value}}
+    return state
+
+
 # --------------------------------------------------------------------------- isPodStatusByKubeletEqual
 
 
 def _semantic(value: Any) -> Any:
     """The canonical form of JSON data under Go's semantic equality: a missing field, null, an
     empty string and an empty list are alike and dropped. An empty object is kept: it stands for
-    a set pointer to an empty struct (`waiting: {}`), which Go tells apart from a nil one."""
-    if type(value) is list:
-        return [_semantic(item) if type(item) in (dict, list) else item for item in value]
-    if type(value) is not dict:
+    a set pointer to an empty struct (`waiting: {}`), which Go tells apart from a nil one.
+    Every dict and list in the result is new (the status manager stores it)."""
+    kind = type(value)
+    if kind is list:
+        return [_semantic(item) if type(item) is dict or type(item) is list else item for item in value]
+    if kind is not dict:
         return value
     out = {}
     for key, item in value.items():
-        if item is None or item == "" or item == []:
-            continue
-        out[key] = _semantic(item) if type(item) in (dict, list) else item
+        kind = type(item)
+        if kind is str:
+            if item:
+                out[key] = item
+        elif kind is bool or kind is int:
+            out[key] = item
+        elif kind is dict:
+            out[key] = _semantic(item)
+        elif kind is list:
+            if item:
+                out[key] = _semantic(item)
+        elif not (item is None or item == "" or item == []):
+            out[key] = item
     return out
 
 
@@ -154,8 +187,13 @@ def _owned_conditions_match(old: JSONDict, new: JSONDict) -> bool:
     for cond in new.get("conditions") or []:
         if cond.get("type") in KUBELET_OWNED_CONDITIONS or cond.get("type") in SHARED_CONDITIONS:
             before = old_conditions.get(cond["type"])
-            if before is None or any(
-                before.get(k, "") != cond.get(k, "") for k in ("status", "reason", "message")
+            if before == cond:  # equal conditions match (the common case)
+                continue
+            if (
+                before is None
+                or before.get("status", "") != cond.get("status", "")
+                or before.get("reason", "") != cond.get("reason", "")
+                or before.get("message", "") != cond.get("message", "")
             ):
                 return False
     return True
@@ -219,9 +257,11 @@ def set_pod_status(
     *,
     force: bool = False,
 ) -> StatusUpdate:
-    """updateStatusInternal (SetPodStatus) for a freshly generated status `new`, which it takes over
-    (and may change). The stored status is canonical: normalized, and without null or empty
-    fields, so two statuses are semantically equal exactly when they are equal dicts."""
+    """updateStatusInternal (SetPodStatus) for a freshly generated status `new`, which it takes over:
+    it may change `new`, its lists, container statuses and conditions, never what lies below them
+    (generate_api_status shares that with the cached status). The stored status is canonical and
+    new throughout: normalized, and without null or empty fields, so two statuses are semantically
+    equal exactly when they are equal dicts."""
     old = cached if cached is not None else (pod.get("status") or {})
     error = check_container_state_transition(old, new, pod)
     if error is not None:

@@ -31,6 +31,7 @@ from podledger.keys import Signer
 from podledger.partitioner import partition_for_node
 from podledger.schemas import decode, encode
 from podledger.schemas.origin import derive_keys, verify
+from podledger.streams.fold import Coordinates, PodRecord, fold_event
 from podledger.streams.replay import replay
 from podledger.streams.topics import ensure_topics, start_admin
 from podledger.types import INGRESS_TOPICS, Topic
@@ -44,6 +45,9 @@ class FoldFigures:
     p99_ms: float = float("nan")
     offline_events_per_s: float = 0.0
     raw_events_per_s: float = 0.0
+    floor_events_per_s: float = 0.0  # the raw loop producing the fold's output volume
+    records_per_event: float = 0.0  # that volume: records and bytes published or stored per input
+    bytes_per_event: float = 0.0
     rss_mb: float = float("nan")
     latency_samples: int = 0
     sign_us: float = float("nan")  # proof of origin per record: a node agent signs ...
@@ -54,6 +58,7 @@ class FoldFigures:
             f"fold events_per_s={self.events_per_s:.0f} p50_ms={self.p50_ms:.1f} p99_ms={self.p99_ms:.1f}"
             f" offline_events_per_s={self.offline_events_per_s:.0f}"
             f" raw_events_per_s={self.raw_events_per_s:.0f}"
+            f" floor_events_per_s={self.floor_events_per_s:.0f}"
             f" rss_mb={self.rss_mb:.0f}"
             f" sign_us={self.sign_us:.1f} verify_us={self.verify_us:.1f}"
         )
@@ -97,6 +102,14 @@ def bench_fold(
 
     figures.raw_events_per_s = asyncio.run(raw_floor(settings, len(backlog)))
     say(f"raw aiokafka floor: {figures.raw_events_per_s:.0f} events/s")
+    volume = fan_out(backlog)
+    figures.records_per_event = sum(len([s for s in sizes if s]) for sizes in volume.values()) / len(volume)
+    figures.bytes_per_event = sum(sum(sizes) for sizes in volume.values()) / len(volume)
+    figures.floor_events_per_s = asyncio.run(raw_floor(settings, len(backlog), volume))
+    say(
+        f"same-volume floor: {figures.floor_events_per_s:.0f} events/s"
+        f" ({figures.records_per_event:.2f} records, {figures.bytes_per_event:.0f} bytes per event)"
+    )
     figures.sign_us, figures.verify_us = origin_cost(backlog)
     say(f"proof of origin: sign {figures.sign_us:.1f} us, verify {figures.verify_us:.1f} us per record")
     return figures
@@ -211,23 +224,64 @@ async def _latencies(settings: Settings, since: set[int]) -> list[float]:
         await consumer.stop()
 
 
-async def raw_floor(settings: Settings, total: int) -> float:
-    """Consume the ingress topics, decode and re-encode each value, produce it: events/s."""
+# What the fold writes per input, in this order: its journal entry, the pod-status and
+# pod-status-history records of a new version, and the pod's record on fold-state.
+FAN_OUT_TOPICS = (Topic.JOURNAL, Topic.POD_STATUS, Topic.POD_STATUS_HISTORY, Topic.FOLD_STATE)
+
+
+def fan_out(events: list[IngressEvent]) -> dict[int, tuple[int, ...]]:
+    """Per input (by its event time, unique in a workload), the byte sizes of the records the fold
+    writes for it, one per FAN_OUT_TOPICS (0: none). The fold-state size is the pod's whole record
+    after the event, as the live worker stores it (once per batch, so this is an upper bound)."""
+    records: dict[str, PodRecord | None] = {}
+    offsets: dict[str, int] = {}
+    out: dict[int, tuple[int, ...]] = {}
+    for event in events:
+        offsets[event.topic] = offset = offsets.get(event.topic, -1) + 1
+        at = Coordinates(event.topic, 0, offset, event.ts_ms)
+        decoded = decode(event.topic, encode(event.value))  # as the worker reads it: plain JSON inside
+        record, outputs = fold_event(records.get(event.key), at, decoded)
+        records[event.key] = record
+        sizes: dict[str, int] = {str(topic): 0 for topic in FAN_OUT_TOPICS}
+        for output in outputs:
+            if output.topic in sizes:
+                sizes[output.topic] += len(output.wire_value() or b"")
+        sizes[Topic.FOLD_STATE] = 0 if record is None else len(orjson.dumps(record))
+        out[event.ts_ms] = tuple(sizes.values())
+    return out
+
+
+async def raw_floor(
+    settings: Settings, total: int, volume: dict[int, tuple[int, ...]] | None = None
+) -> float:
+    """Consume the ingress topics, decode and re-encode each value, produce it: events/s.
+
+    With `volume` (fan_out's sizes) each input produces instead the records the fold writes for
+    it, of the same sizes, to as many topics: the floor under the fold's own output volume."""
     consumer = AIOKafkaConsumer(
         *(settings.topic(t) for t in INGRESS_TOPICS),
         bootstrap_servers=settings.bootstrap,
         auto_offset_reset="earliest",
         enable_auto_commit=False,
-        group_id=f"{settings.topic_prefix}raw-floor",
+        group_id=f"{settings.topic_prefix}{'volume' if volume else 'raw'}-floor",
         **settings.kafka_client_options(),
     )
-    producer = AIOKafkaProducer(bootstrap_servers=settings.bootstrap, linger_ms=5, max_batch_size=1 << 20)
-    sink = settings.topic("raw-floor")
+    producer = AIOKafkaProducer(
+        bootstrap_servers=settings.bootstrap,
+        linger_ms=5,
+        max_batch_size=1 << 20,
+        **settings.kafka_client_options(),
+    )
+    names = [f"floor-{t}" for t in FAN_OUT_TOPICS] if volume else ["raw-floor"]
+    sinks = [settings.topic(name) for name in names]
     admin = await start_admin(settings)
     try:
-        await admin.create_topics([NewTopic(sink, settings.partitions, settings.replication_factor)])
+        await admin.create_topics(
+            [NewTopic(sink, settings.partitions, settings.replication_factor) for sink in sinks]
+        )
     finally:
         await admin.close()
+    blob = b"x" * max((max(sizes) for sizes in volume.values()), default=0) if volume else b""
     await consumer.start()
     await producer.start()
     try:
@@ -240,9 +294,17 @@ async def raw_floor(settings: Settings, total: int) -> float:
             for tp, records in batch.items():
                 for record in records:
                     value: Any = orjson.loads(record.value)
-                    await producer.send(
-                        sink, key=record.key, value=orjson.dumps(value), partition=tp.partition
-                    )
+                    encoded = orjson.dumps(value)
+                    if volume is None:
+                        await producer.send(sinks[0], key=record.key, value=encoded, partition=tp.partition)
+                    elif record.timestamp not in volume:
+                        continue  # not the backlog's (the latency run's events come after it)
+                    else:
+                        for sink, size in zip(sinks, volume[record.timestamp], strict=True):
+                            if size:
+                                await producer.send(
+                                    sink, key=record.key, value=blob[:size], partition=tp.partition
+                                )
                     done += 1
         await producer.flush()
         return done / (time.monotonic() - (started or time.monotonic()))
@@ -260,8 +322,14 @@ def print_fold(figures: FoldFigures, *, pods: int, events: int, partitions: int)
     )
     print(f"offline fold (same messages):       {figures.offline_events_per_s:,.0f} events/s")
     print(f"raw aiokafka loop (floor):          {figures.raw_events_per_s:,.0f} events/s")
-    ratio = figures.raw_events_per_s / figures.events_per_s if figures.events_per_s else float("inf")
-    print(f"pipeline vs floor:                  {ratio:.1f}x slower")
+    print(
+        f"raw loop, the fold's volume (floor): {figures.floor_events_per_s:,.0f} events/s"
+        f"  ({figures.records_per_event:.2f} records, {figures.bytes_per_event:,.0f} bytes per event)"
+    )
+    floors = (("floor", figures.raw_events_per_s), ("same-volume floor", figures.floor_events_per_s))
+    for name, floor in floors:
+        ratio = floor / figures.events_per_s if figures.events_per_s else float("inf")
+        print(f"{'pipeline vs ' + name + ':':36s}{ratio:.1f}x slower")
     print(f"fold worker peak RSS:               {figures.rss_mb:.0f} MB")
     print(
         f"proof of origin per record:         sign {figures.sign_us:.1f} us,"
