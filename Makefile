@@ -11,7 +11,7 @@ BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 SHELL := /bin/bash
 
-.PHONY: demo test lint typecheck layers analysis-tree install fetch compose-tool prometheus-tool consumer-tools clean
+.PHONY: demo test lint typecheck layers analysis-tree install fetch compose-tool prometheus-tool chromium-tool consumer-tools clean
 
 install: $(VENV)/.installed
 
@@ -44,6 +44,16 @@ prometheus-tool:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; \
 	  else \
 	    echo "prometheus is missing: install it (e.g. apt-get install prometheus)" >&2; exit 1; \
+	  fi; }
+
+# Headless Chromium, which loads `podledger ui` in tests/integration/test_ui.py.
+chromium-tool:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing chromium (Debian package) to test the audit timeline UI in a browser"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; \
+	  else \
+	    echo "chromium is missing: install it (e.g. apt-get install chromium)" >&2; exit 1; \
 	  fi; }
 
 # The consumer examples' tools (examples/, tests/integration/test_examples.py): kcat (Debian
@@ -82,7 +92,7 @@ layers: analysis-tree
 # Both halves at once: the unit half (CPU-bound fuzzers, niced) beside the integration half (which
 # mostly waits on the broker and the apiserver); the unit log is printed after. With PYTEST_ARGS,
 # one plain pytest run of what they name.
-test: install fetch compose-tool prometheus-tool consumer-tools lint
+test: install fetch compose-tool prometheus-tool chromium-tool consumer-tools lint
 ifeq ($(strip $(PYTEST_ARGS)),)
 	@mkdir -p .test-logs; \
 	nice -n 10 $(BIN)/pytest tests/unit > .test-logs/unit.log 2>&1 & unit=$$!; \

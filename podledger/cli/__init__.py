@@ -25,12 +25,16 @@ from podledger.cli import (
     pipeline,
     serve,
     topics,
+    ui,
 )
 from podledger.config import CHOICES
 from podledger.errors import UserError
 from podledger.logs import setup_logging
 
-FAMILIES = (pipeline, topics, acls, keys, fold, bench, chaos, local, demo, metrics, audit, export, serve)
+FAMILIES = (
+    *(pipeline, topics, acls, keys, fold, export, bench, chaos, local, demo),
+    *(audit, serve, metrics, ui),
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

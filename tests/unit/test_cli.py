@@ -33,6 +33,7 @@ SUBCOMMANDS = [
     "export",
     "serve",
     "pods",
+    "ui",
 ]
 
 
