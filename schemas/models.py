@@ -132,6 +132,7 @@ class VersionedPodStatus:
     deleting: bool
     cause: Cause
     ts_ms: int
+    rules: int | None = None  # the version of the fold rules that made it (streams.batch.RULES_VERSION)
 
 
 @dataclass(slots=True)

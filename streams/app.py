@@ -32,8 +32,8 @@ from podledger.kafka import (
 from podledger.keys import load_keyring
 from podledger.partitioner import partition_for_node
 from podledger.paths import cache_dir
-from podledger.schemas import DecodeError, decode, encode
-from podledger.streams.batch import Batch, BatchFold
+from podledger.schemas import DecodeError, cloud_events, decode, encode
+from podledger.streams.batch import Batch, BatchFold, seal
 from podledger.streams.fold import Coordinates, HoldLimits, Output, PodRecord
 from podledger.streams.state import FoldState
 from podledger.streams.topics import ALL_TOPICS
@@ -106,6 +106,7 @@ class Pipeline:
         self._waiting: set[bytes] = set()  # records holding events for unannounced pods
         self._output_producer: AIOKafkaProducer | None = None
         self._clock: dict[int, int] = {}  # partition -> newest pod-updates event time folded
+        self._heads: dict[tuple[str, int], bytes] = {}  # (topic, partition) -> its hash chain's head
         self.signer = node_signer(settings)  # the node roles' proof of origin, if configured
         self.keyring = load_keyring(settings) if fold else None
         self.delivery = DeliveryHealth()  # of what the roles in this app publish
@@ -128,8 +129,13 @@ class Pipeline:
 
     async def publish(self, topic: str, key: str, value: Any, node: str) -> None:
         """Send one value (a model, or None for a tombstone) with the shared partitioner, through the
-        idempotent output producer, until the broker acknowledges it (never dropped)."""
+        idempotent output producer, until the broker acknowledges it (never dropped). A deletion
+        carries its CloudEvents headers (schemas/cloud_events.py)."""
         key_bytes, value_bytes = key.encode(), None if value is None else encode(value)
+        headers = [
+            *(self.signer.headers(topic, key_bytes, value_bytes) if self.signer is not None else []),
+            *cloud_events.headers(value, self.settings.topic_prefix),
+        ]
 
         async def send() -> asyncio.Future[Any]:
             producer = await self._producer()
@@ -138,7 +144,7 @@ class Pipeline:
                 key=key_bytes,
                 value=value_bytes,
                 partition=self.partition(node),
-                headers=None if self.signer is None else self.signer.headers(topic, key_bytes, value_bytes),
+                headers=headers or None,
             )
 
         await deliver(send, f"{topic} record of pod {key}", self.delivery, self._stop_output_producer)
@@ -221,6 +227,7 @@ class Pipeline:
         """Steps 2-4 of the protocol: journal, then the other outputs, then the records, then each
         partition's marker (its last journal offset and, from `inputs`, the newest input offsets
         folded per topic)."""
+        seal(batch, self._heads, self.settings.topic_prefix)  # before the first send: resends repeat it
         self._clock.update(batch.newest)
         journal_end = dict(journal_end or {})
         delivered = await deliver_all(batch.journal, self._send, self.delivery, self._stop_output_producer)
@@ -284,6 +291,7 @@ class Pipeline:
         """Load a newly assigned partition's records, then re-apply the journal entries written
         after its last marker (a crash between publishing a batch and storing its records)."""
         pods = await self.state.restore(partition)
+        self._heads.update(await self.state.chain_heads(partition))
         self._waiting |= {k for k in self.state.keys_of(partition) if self.state.data[k].get("held")}
         marker = self.state.journal_marker(partition)
         start = 0 if marker is None else marker + 1
@@ -316,6 +324,7 @@ class Pipeline:
         for partition in self._recovered:
             self.state.forget(partition)
         self._recovered.clear()
+        self._heads.clear()  # another worker extends the chains meanwhile: read again on restore
 
     async def _send(self, out: Output, partition: int) -> asyncio.Future[Any]:
         """Start sending one output now; returns its delivery (RecordMetadata) to await.

@@ -5,7 +5,9 @@ tail of the journal; it hands back what to publish and which records changed. Ke
 from Faust lets the exactly-once protocol below be read, and tested, in one place.
 
 The protocol, per batch:
-1. fold every event; collect its outputs and the records that changed;
+1. fold every event; collect its outputs and the records that changed; `seal` gives them their
+   headers: CloudEvents attributes on versions, and on journal entries and history versions the
+   link of their partition's hash chain (the head is read from the topic on restore);
 2. publish the journal entries and wait for the broker's acknowledgement;
 3. publish every other output (versions, tombstones, dead letters) and wait;
 4. write the changed records, then a per-partition marker with the last journal offset and the
@@ -28,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from podledger.partitioner import partition_for_node
-from podledger.schemas import from_dict, models
+from podledger.schemas import chain, cloud_events, encode, from_dict, models
 from podledger.schemas.origin import Forged, Headers, Proof, claimed, verify
 from podledger.streams.fold import (
     Coordinates,
@@ -44,6 +46,15 @@ from podledger.streams.fold import (
 from podledger.types import Topic
 
 MARKER_PREFIX = b"\x00journal:"  # table keys of the per-partition journal markers; no UID starts so
+
+# The version of the fold rules (streams/fold.py, status.py, status_manager.py), named on every
+# status version. Bump it whenever the rules give other outputs for the same journal: `podledger
+# verify` re-folds a version only with the rules that made it, and tests/unit/test_rules_version.py
+# keeps the digest of the offline fold of a fixed workload for each rules version.
+RULES_VERSION = 1
+
+_VERSIONS = (Topic.POD_STATUS, Topic.POD_STATUS_HISTORY)
+CHAINED = (Topic.JOURNAL, Topic.POD_STATUS_HISTORY)  # the audit trail: hash-chained per partition
 
 
 def marker_key(partition: int) -> bytes:
@@ -62,6 +73,20 @@ class Batch:
     outputs: list[tuple[int, Output]] = field(default_factory=list)
     changed: dict[bytes, tuple[int, PodRecord | None]] = field(default_factory=dict)
     newest: dict[int, int] = field(default_factory=dict)  # partition -> newest pod-updates event time
+
+
+def name_rules(outputs: list[Output]) -> None:
+    """Name the rules version on the versions among `outputs` that do not name one yet. A version
+    goes to pod-status and pod-status-history as one value: it is encoded again once, for both."""
+    named: dict[int, bytes] = {}
+    for out in outputs:
+        if out.topic not in _VERSIONS or out.value is None:
+            continue
+        if out.value.rules is None:
+            out.value.rules = RULES_VERSION
+            named[id(out.value)] = encode(out.value)
+        if id(out.value) in named:
+            out.encoded = named[id(out.value)]
 
 
 class BatchFold:
@@ -143,6 +168,7 @@ class BatchFold:
         before = self.record(key)
         try:
             record, outputs = fold_event(before, at, event, self.limits, proof)
+            name_rules(outputs)
             for out in outputs:  # a status the wire cannot carry (an integer past 64 bits) is poison too
                 out.wire_value()
         except Exception as exc:  # poison: parked with its coordinates, the batch goes on
@@ -176,3 +202,26 @@ class BatchFold:
             if outputs:
                 self.batch.changed[key] = (partition, record)
                 self.batch.outputs += [(partition, out) for out in outputs]
+
+
+def seal(batch: Batch, heads: dict[tuple[str, int], bytes], topic_prefix: str) -> None:
+    """Give a batch's outputs their wire headers, in the order they will be published: CloudEvents
+    attributes on status versions (schemas/cloud_events.py), and on journal entries and history
+    versions the link of their partition's hash chain (schemas/chain.py). `heads` maps (topic,
+    partition) to the hash of the partition's last record; it must hold every partition of the
+    batch (the worker reads it on restore) and advances here."""
+    events: dict[int, list[tuple[str, bytes]]] = {}  # a version goes to two topics: build once
+    for partition, out in [*batch.journal, *batch.outputs]:
+        extra = []
+        if out.topic in _VERSIONS and out.value is not None:
+            if id(out.value) not in events:
+                events[id(out.value)] = cloud_events.headers(out.value, topic_prefix)
+            extra = list(events[id(out.value)])
+        if out.topic in CHAINED:
+            where = (out.topic, partition)
+            if where not in heads:
+                raise KeyError(f"no chain head for {out.topic} partition {partition}: restore it first")
+            heads[where], links = chain.link(heads[where], out.key.encode(), out.wire_value())
+            extra += links
+        if extra:
+            out.headers = [*(out.headers or []), *extra]

@@ -79,42 +79,62 @@ def parse_line(line_no: int, line: bytes | str) -> tuple[Coordinates, Any] | Out
     return Coordinates(topic, 0, line_no, int(event.ts_ms)), event
 
 
+class Replayer:
+    """The offline fold, fed one line at a time (`podledger verify` folds as it reads Kafka)."""
+
+    def __init__(self, limits: HoldLimits = DEFAULT_HOLD, stats: ReplayStats | None = None) -> None:
+        self.limits = limits
+        self.stats = stats if stats is not None else ReplayStats()
+        self.records: dict[bytes, PodRecord] = {}
+        self.waiting: set[bytes] = set()
+        self.clock: dict[int, int] = {}
+        self.line_no = 0
+
+    def feed(self, line: bytes | str) -> list[Output]:
+        """Fold one line as a batch of its own; every output the live fold would publish."""
+        stats = self.stats
+        stats.lines += 1
+        self.line_no += 1
+        if not line.strip():
+            return []
+        parsed = parse_line(self.line_no, line)
+        if isinstance(parsed, Output):
+            stats.rejected += 1
+            return [parsed]
+        at, event = parsed
+        stats.events += 1
+        fold = BatchFold(self.records.get, self.limits, 1 << 62, self.clock)
+        fold.add_event(at, event, journal=True)
+        fold.expire_held(self.waiting)
+        self.clock = fold.batch.newest
+        for key, (_, record) in fold.batch.changed.items():
+            if record is None:
+                self.records.pop(key, None)
+            else:
+                self.records[key] = record
+                stats.pods.add(key.decode())
+        outputs = [out for _, out in fold.batch.journal + fold.batch.outputs]
+        for out in outputs:
+            stats.versions += out.topic == Topic.POD_STATUS_HISTORY
+            stats.rejected += out.topic == Topic.DEAD_LETTER
+        return outputs
+
+    def finish(self) -> list[Output]:
+        """The input is over: events still waiting for their pod will never see it."""
+        outputs: list[Output] = []
+        for key in self.waiting:
+            record = self.records[key]
+            now = max(h[3] for h in record["held"]) + self.limits.max_ms + 1
+            outputs += expire_held(record, now, self.limits)[1]
+        self.stats.rejected += len(outputs)
+        return outputs
+
+
 def replay(
     lines: Iterable[bytes | str], limits: HoldLimits = DEFAULT_HOLD, stats: ReplayStats | None = None
 ) -> Iterator[Output]:
     """Fold every line in order, one line a batch; yield every output the live fold would publish."""
-    stats = stats if stats is not None else ReplayStats()
-    records: dict[bytes, PodRecord] = {}
-    waiting: set[bytes] = set()
-    clock: dict[int, int] = {}
-    for line_no, line in enumerate(lines, start=1):
-        stats.lines += 1
-        if not line.strip():
-            continue
-        parsed = parse_line(line_no, line)
-        if isinstance(parsed, Output):
-            stats.rejected += 1
-            yield parsed
-            continue
-        at, event = parsed
-        stats.events += 1
-        fold = BatchFold(records.get, limits, 1 << 62, clock)
-        fold.add_event(at, event, journal=True)
-        fold.expire_held(waiting)
-        clock = fold.batch.newest
-        for key, (_, record) in fold.batch.changed.items():
-            if record is None:
-                records.pop(key, None)
-            else:
-                records[key] = record
-                stats.pods.add(key.decode())
-        for _, out in fold.batch.journal + fold.batch.outputs:
-            stats.versions += out.topic == Topic.POD_STATUS_HISTORY
-            stats.rejected += out.topic == Topic.DEAD_LETTER
-            yield out
-    # The input is over: events still waiting for their pod will never see it.
-    for key in waiting:
-        record = records[key]
-        _, outputs = expire_held(record, max(h[3] for h in record["held"]) + limits.max_ms + 1, limits)
-        stats.rejected += len(outputs)
-        yield from outputs
+    replayer = Replayer(limits, stats)
+    for line in lines:
+        yield from replayer.feed(line)
+    yield from replayer.finish()

@@ -17,7 +17,8 @@ from aiokafka import AIOKafkaProducer, TopicPartition
 
 from podledger.config import Settings
 from podledger.kafka import new_consumer, read_to_end
-from podledger.streams.batch import marker_key
+from podledger.schemas.chain import GENESIS, head_after
+from podledger.streams.batch import CHAINED, marker_key
 from podledger.streams.fold import PodRecord
 from podledger.types import JSONDict, Topic
 
@@ -107,3 +108,23 @@ class FoldState:
         finally:
             await consumer.stop()
         return len(keys)
+
+    async def chain_heads(self, partition: int) -> dict[tuple[str, int], bytes]:
+        """The head of each chained output topic's partition (schemas/chain.py): the hash its last
+        record carries. Read from the topic itself on every restore, it is right whoever wrote
+        last, a worker that died mid-batch included."""
+        heads: dict[tuple[str, int], bytes] = {}
+        consumer = new_consumer(self.settings)
+        await consumer.start()
+        try:
+            for topic in CHAINED:
+                tp = TopicPartition(self.settings.topic(topic), partition)
+                consumer.assign([tp])
+                end = (await consumer.end_offsets([tp]))[tp]
+                heads[(topic, partition)] = GENESIS
+                if end > 0:
+                    async for message in read_to_end(consumer, tp, end - 1, end):
+                        heads[(topic, partition)] = head_after(message.headers or ())
+        finally:
+            await consumer.stop()
+        return heads

@@ -26,6 +26,7 @@ from podledger.cli import (
     serve,
     topics,
     ui,
+    verify,
 )
 from podledger.config import CHOICES
 from podledger.errors import UserError
@@ -33,7 +34,7 @@ from podledger.logs import setup_logging
 
 FAMILIES = (
     *(pipeline, topics, acls, keys, fold, export, bench, chaos, local, demo),
-    *(audit, serve, metrics, ui),
+    *(audit, verify, serve, metrics, ui),
 )
 
 

@@ -34,6 +34,7 @@ SUBCOMMANDS = [
     "serve",
     "pods",
     "ui",
+    "verify",
 ]
 
 

@@ -1,0 +1,63 @@
+"""CloudEvents (spec 1.0, Kafka protocol binding, binary content mode) headers for status
+versions and deletions, so generic CloudEvents consumers read them without podledger code.
+
+The value stays the record's value (the event's data, `application/json`); the attributes ride
+in `ce_*` headers:
+
+- `ce_id`: `<uid>/<version>` for a status version; `<uid>/<version>/deletion` for a deletion,
+  since a deletion of version N is another event than version N and an id is unique per source.
+  A version republished after a crash keeps its id, so CloudEvents consumers deduplicate it.
+- `ce_source`: `podledger/<topic prefix without its trailing separator>/<node>`.
+- `ce_type`: `io.podledger.pod.status.v1` or `io.podledger.pod.deletion.v1`.
+- `ce_time`: RFC 3339 UTC with milliseconds, from the value's `ts_ms`.
+- `ce_subject`: `<namespace>/<name>` of the pod.
+
+Tombstones carry none (a tombstone is no event).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from podledger.schemas import models
+
+SPEC_VERSION = "1.0"
+STATUS_TYPE = "io.podledger.pod.status.v1"
+DELETION_TYPE = "io.podledger.pod.deletion.v1"
+CONTENT_TYPE = "application/json"
+
+
+def source(topic_prefix: str, node: str) -> str:
+    """Where the event happened: this deployment (its topic prefix) and the pod's node."""
+    return "/".join(part for part in ("podledger", topic_prefix.rstrip("._-"), node) if part)
+
+
+def rfc3339_ms(ts_ms: int) -> str:
+    """`2026-01-02T03:04:05.678Z`: milliseconds since the epoch as RFC 3339 UTC."""
+    seconds, millis = divmod(ts_ms, 1000)
+    t = time.gmtime(seconds)
+    return (
+        f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}"
+        f".{millis:03d}Z"
+    )
+
+
+def headers(value: Any, topic_prefix: str) -> list[tuple[str, bytes]]:
+    """The binary-mode headers of a status version or a deletion; [] for any other value."""
+    if isinstance(value, models.VersionedPodStatus):
+        kind, event_id = STATUS_TYPE, f"{value.uid}/{value.version}"
+    elif isinstance(value, models.PodDeletion):
+        kind, event_id = DELETION_TYPE, f"{value.uid}/{value.version}/deletion"
+    else:
+        return []
+    attributes = (
+        ("ce_specversion", SPEC_VERSION),
+        ("ce_id", event_id),
+        ("ce_source", source(topic_prefix, value.node)),
+        ("ce_type", kind),
+        ("ce_time", rfc3339_ms(value.ts_ms)),
+        ("ce_subject", f"{value.namespace}/{value.name}"),
+        ("content-type", CONTENT_TYPE),
+    )
+    return [(name, text.encode()) for name, text in attributes]
