@@ -194,7 +194,7 @@ class Pipeline:
                 for event in events:
                     message = event.message
                     topic = self._by_kafka_name[message.topic]
-                    if message.offset <= self.state.input_offset(message.partition, topic):
+                    if self.state.is_redelivery(message.partition, topic, message.offset):
                         # Folded and stored already; Faust redelivers from an older commit after a
                         # rebalance or a crash. A removed pod has no record to skip it by.
                         continue
@@ -223,6 +223,7 @@ class Pipeline:
         batch: Batch,
         journal_end: dict[int, int] | None = None,
         inputs: dict[int, dict[str, int]] | None = None,
+        reapplied: dict[int, dict[str, list[int]]] | None = None,
     ) -> None:
         """Steps 2-4 of the protocol: journal, then the other outputs, then the records, then each
         partition's marker (its last journal offset and, from `inputs`, the newest input offsets
@@ -248,13 +249,16 @@ class Pipeline:
         inputs = inputs or {}
         await self._store(
             list(batch.changed.items()),
-            [(p, journal_end.get(p), inputs.get(p, {})) for p in sorted(journal_end.keys() | inputs.keys())],
+            [
+                (p, journal_end.get(p), inputs.get(p, {}), (reapplied or {}).get(p))
+                for p in sorted(journal_end.keys() | inputs.keys())
+            ],
         )
 
     async def _store(
         self,
         records: list[tuple[bytes, tuple[int, PodRecord | None]]],
-        markers: list[tuple[int, int | None, dict[str, int]]],
+        markers: list[tuple[int, int | None, dict[str, int], dict[str, list[int]] | None]],
     ) -> None:
         """Step 4: write the changed records, then the markers, and wait for every acknowledgement
         (before Faust may commit these input offsets: nothing held is lost). Records that fail are
@@ -263,8 +267,10 @@ class Pipeline:
         while True:
             producer = await self._producer()
             writes = [await self.state.put(producer, key, p, record) for key, (p, record) in records]
-            for partition, journal_offset, folded in markers:
-                writes.append(await self.state.put_marker(producer, partition, journal_offset, folded))
+            for partition, journal_offset, folded, reapplied in markers:
+                writes.append(
+                    await self.state.put_marker(producer, partition, journal_offset, folded, reapplied)
+                )
             done = await asyncio.gather(*writes, return_exceptions=True)
             errors = [e for e in done if isinstance(e, BaseException)]
             if not errors:
@@ -302,15 +308,19 @@ class Pipeline:
             consumer.assign([tp])
             fold = self._batch_fold()
             last = start - 1
-            inputs: dict[str, int] = {}  # the re-applied entries' inputs: Faust may redeliver them too
+            # The re-applied entries' inputs, which Faust will redeliver: skipped one by one (not
+            # up to the newest), as the batch's held inputs at lower offsets were never journaled.
+            reapplied: dict[str, list[int]] = {}
             async for message in read_to_end(consumer, tp, start):
                 entry = decode(Topic.JOURNAL, message.value)
                 fold.add_journal_entry(partition, entry, message.headers)
-                inputs[entry.topic] = max(inputs.get(entry.topic, -1), entry.offset)
+                reapplied.setdefault(entry.topic, []).append(entry.offset)
                 last = message.offset
             if last >= start:
                 fold.batch.journal.clear()
-                await self._commit(fold.batch, journal_end={partition: last}, inputs={partition: inputs})
+                await self._commit(
+                    fold.batch, journal_end={partition: last}, reapplied={partition: reapplied}
+                )
                 log.warning(
                     "partition %d: re-applied journal offsets %d..%d after a restart", partition, start, last
                 )

@@ -25,7 +25,7 @@ The live history is then the same, version for version, whatever moment the work
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,6 +63,46 @@ def marker_key(partition: int) -> bytes:
 
 def is_marker(key: bytes) -> bool:
     return key.startswith(MARKER_PREFIX)
+
+
+def advance_marker(
+    marker: Mapping[str, Any],
+    journal_offset: int | None,
+    inputs: Mapping[str, int],
+    reapplied: Mapping[str, Iterable[int]] | None = None,
+) -> dict[str, Any]:
+    """A partition's marker after a stored batch: the last journal offset whose batch's records
+    are stored (unchanged for None), the newest input offset folded per topic, and the input
+    offsets re-applied from the journal after a restart that lie above those.
+
+    A restart re-applies exactly the journaled inputs of the lost batch, so exactly those are
+    remembered one by one: advancing the newest input offset past them would also skip, when
+    Faust redelivers the batch, the inputs it held for pods not yet announced, which the journal
+    does not have (they would be lost). Re-applied offsets at or below the newest folded one are
+    dropped: that offset covers them."""
+    out = dict(marker)
+    if journal_offset is not None:
+        out["journal_offset"] = journal_offset
+    folded = {str(t): int(o) for t, o in (marker.get("inputs") or {}).items()}
+    for topic, offset in inputs.items():
+        folded[str(topic)] = max(folded.get(str(topic), -1), offset)
+    out["inputs"] = folded
+    remembered: dict[str, set[int]] = {t: set(o) for t, o in (marker.get("reapplied") or {}).items()}
+    for topic, offsets in (reapplied or {}).items():
+        remembered.setdefault(str(topic), set()).update(offsets)
+    kept = {t: sorted(o for o in offs if o > folded.get(t, -1)) for t, offs in remembered.items()}
+    if any(kept.values()):
+        out["reapplied"] = {t: offs for t, offs in sorted(kept.items()) if offs}
+    else:
+        out.pop("reapplied", None)
+    return out
+
+
+def is_redelivery(marker: Mapping[str, Any], topic: str, offset: int) -> bool:
+    """Whether an input at `offset` of `topic` is already folded and stored, by the marker."""
+    if offset <= int((marker.get("inputs") or {}).get(topic, -1)):
+        return True
+    return offset in ((marker.get("reapplied") or {}).get(topic) or ())
 
 
 @dataclass

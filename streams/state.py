@@ -18,7 +18,7 @@ from aiokafka import AIOKafkaProducer, TopicPartition
 from podledger.config import Settings
 from podledger.kafka import new_consumer, read_to_end
 from podledger.schemas.chain import GENESIS, head_after
-from podledger.streams.batch import CHAINED, marker_key
+from podledger.streams.batch import CHAINED, advance_marker, is_redelivery, marker_key
 from podledger.streams.fold import PodRecord
 from podledger.types import JSONDict, Topic
 
@@ -31,7 +31,8 @@ class FoldState:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.topic = settings.topic(Topic.FOLD_STATE)
-        # Pod records by UID; by marker key {"journal_offset": n, "inputs": {topic: newest offset}}.
+        # Pod records by UID; by marker key {"journal_offset": n, "inputs": {topic: newest offset},
+        # "reapplied": {topic: [offsets]}} (batch.advance_marker).
         self.data: dict[bytes, Any] = {}
         self._keys: dict[int, set[bytes]] = {}  # partition -> keys it holds
 
@@ -43,11 +44,10 @@ class FoldState:
         marker = self.data.get(marker_key(partition)) or {}
         return None if marker.get("journal_offset") is None else int(marker["journal_offset"])
 
-    def input_offset(self, partition: int, topic: str) -> int:
-        """The newest offset of input `topic` on `partition` whose batch's records are stored
-        (-1: none). Input at or below it is a redelivery, from a commit older than the batch."""
-        marker = self.data.get(marker_key(partition)) or {}
-        return int((marker.get("inputs") or {}).get(topic, -1))
+    def is_redelivery(self, partition: int, topic: str, offset: int) -> bool:
+        """Whether input `offset` of `topic` on `partition` was folded by a batch whose records are
+        stored: Faust redelivers from a commit older than that batch (batch.is_redelivery)."""
+        return is_redelivery(self.data.get(marker_key(partition)) or {}, topic, offset)
 
     async def put_marker(
         self,
@@ -55,16 +55,10 @@ class FoldState:
         partition: int,
         journal_offset: int | None,
         inputs: Mapping[str, int],
+        reapplied: Mapping[str, list[int]] | None = None,
     ) -> Any:
-        """Advance a partition's marker: the last journal offset whose batch's records are stored
-        (unchanged for None) and the newest input offset folded per topic."""
-        marker = dict(self.data.get(marker_key(partition)) or {})
-        if journal_offset is not None:
-            marker["journal_offset"] = journal_offset
-        folded = dict(marker.get("inputs") or {})
-        for topic, offset in inputs.items():
-            folded[str(topic)] = max(int(folded.get(str(topic), -1)), offset)
-        marker["inputs"] = folded
+        """Advance a partition's marker (batch.advance_marker) and start writing it."""
+        marker = advance_marker(self.data.get(marker_key(partition)) or {}, journal_offset, inputs, reapplied)
         return await self.put(producer, marker_key(partition), partition, marker)
 
     async def put(

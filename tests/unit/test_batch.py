@@ -7,8 +7,10 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import pytest
+
 from podledger.schemas import encode
-from podledger.streams.batch import BatchFold, is_marker, marker_key
+from podledger.streams.batch import BatchFold, advance_marker, is_marker, is_redelivery, marker_key
 from podledger.streams.fold import Coordinates, HoldLimits
 from podledger.workload import workload
 
@@ -109,3 +111,60 @@ def test_crash_between_publish_and_store_then_reordered_redelivery_changes_nothi
 
 def test_journal_markers_are_not_pod_records() -> None:
     assert is_marker(marker_key(3)) and not is_marker(b"3c1f2f9e-1111-4a2b-9c3d-000000000001")
+
+
+# The marker after a restart (batch.advance_marker): a lost batch's journaled inputs are skipped
+# one by one when Faust redelivers them; the inputs it held for unannounced pods are folded again.
+MARKER_VECTORS = [
+    # (name, marker before, journal offset, inputs folded, re-applied, [(topic, offset, redelivery?)])
+    (
+        "a batch advances the newest input offsets",
+        {},
+        4,
+        {"pleg": 9},
+        None,
+        [("pleg", 9, True), ("pleg", 10, False)],
+    ),
+    (
+        "a restart remembers exactly the re-applied inputs",
+        {"journal_offset": 2, "inputs": {"pleg": 3}},
+        6,
+        {},
+        {"pleg": [7, 9], "pod-updates": [4]},
+        [
+            ("pleg", 3, True),
+            ("pleg", 5, False),  # held for an unannounced pod in the lost batch: never journaled
+            ("pleg", 7, True),
+            ("pleg", 8, False),
+            ("pleg", 9, True),
+            ("pod-updates", 4, True),
+            ("pod-updates", 2, False),
+        ],
+    ),
+    (
+        "the next batch's offsets cover what was re-applied below them",
+        {"journal_offset": 6, "inputs": {"pleg": 3}, "reapplied": {"pleg": [7, 9]}},
+        8,
+        {"pleg": 8},
+        None,
+        [("pleg", 7, True), ("pleg", 8, True), ("pleg", 9, True), ("pleg", 10, False)],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("before", "journal_offset", "inputs", "reapplied", "checks"),
+    [case[1:] for case in MARKER_VECTORS],
+    ids=[case[0] for case in MARKER_VECTORS],
+)
+def test_a_restart_skips_only_what_it_reapplied(
+    before: dict, journal_offset: int, inputs: dict, reapplied: dict | None, checks: list
+) -> None:
+    marker = advance_marker(before, journal_offset, inputs, reapplied)
+    assert marker["journal_offset"] == journal_offset
+    assert [is_redelivery(marker, topic, offset) for topic, offset, _ in checks] == [w for _, _, w in checks]
+
+
+def test_reapplied_offsets_are_dropped_once_covered() -> None:
+    marker = advance_marker({"inputs": {"pleg": 3}, "reapplied": {"pleg": [7, 9]}}, None, {"pleg": 9})
+    assert "reapplied" not in marker and marker["inputs"] == {"pleg": 9}
