@@ -56,8 +56,8 @@ chromium-tool:
 	    echo "chromium is missing: install it (e.g. apt-get install chromium)" >&2; exit 1; \
 	  fi; }
 
-# The consumer examples' tools (examples/, tests/integration/test_examples.py): kcat (Debian
-# package) and the real kubectl, built from the apiserver's Go module version (deploy/local/kubectl).
+# The consumer examples' tool kcat (Debian package; examples/, tests/integration/test_examples.py).
+# The real kubectl is built by `podledger local fetch` (the fetch step).
 consumer-tools: install
 	@command -v kcat >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
@@ -66,7 +66,6 @@ consumer-tools: install
 	  else \
 	    echo "kcat is missing: install it (e.g. apt-get install kcat)" >&2; exit 1; \
 	  fi; }
-	@$(BIN)/python -c 'from podledger.local.artifacts import fetch_kubectl; print(f"kubectl: {fetch_kubectl()}")'
 
 lint: install typecheck layers
 	$(BIN)/ruff check .

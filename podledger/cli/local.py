@@ -9,6 +9,7 @@ import sys
 
 def cmd_local(args: argparse.Namespace) -> int:
     from podledger import local
+    from podledger.local.artifacts import fetch_kubectl
 
     if args.action == "fetch":
         # Resolve and build what the local instances need, with progress, before any test runs.
@@ -17,6 +18,9 @@ def cmd_local(args: argparse.Namespace) -> int:
         if not args.no_kube and not os.environ.get("KUBECONFIG"):
             print(f"etcd: {local.fetch_etcd()}")
             print(f"kube-apiserver: {local.fetch_apiserver()}")
+        if not args.no_kube:
+            # The client `podledger serve` is tested with, needed even beside a shared apiserver.
+            print(f"kubectl: {fetch_kubectl()}")
     elif args.action == "up":
         kafka, kube = local.up(kafka=True, kube=not args.no_kube)
         if kafka:
@@ -49,5 +53,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         " and prints the environment to use them; 'down' stops them.",
     )
     p.add_argument("action", choices=["fetch", "up", "down", "status"])
-    p.add_argument("--no-kube", action="store_true", help="only the Kafka broker, no etcd or apiserver")
+    p.add_argument(
+        "--no-kube", action="store_true", help="only the Kafka broker, no etcd, apiserver or kubectl"
+    )
     p.set_defaults(func=cmd_local)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Protocol
 
 from podledger.read.client.select import PodFilter
 from podledger.schemas import models
@@ -18,14 +19,32 @@ from podledger.types import JSONDict
 
 STATUS_VERSION_ANNOTATION = "podledger.io/status-version"
 # Server-side bookkeeping of the apiserver that means nothing for an object served from the ledger.
-_DROPPED_METADATA = frozenset({"managedFields", "resourceVersion", "selfLink"})
+DROPPED_METADATA = frozenset({"managedFields", "resourceVersion", "selfLink"})
 
 
-def pod_object(vs: models.VersionedPodStatus, desired: JSONDict | None, resource_version: str) -> JSONDict:
+class StatusVersion(Protocol):
+    """What a Pod object takes from a status version: a VersionedPodStatus, or the few fields
+    `podledger serve` reads of one (read/kubeapi/records.py)."""
+
+    @property
+    def uid(self) -> str: ...
+    @property
+    def namespace(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def node(self) -> str: ...
+    @property
+    def version(self) -> int: ...
+    @property
+    def status(self) -> JSONDict: ...
+
+
+def pod_object(vs: StatusVersion, desired: JSONDict | None, resource_version: str) -> JSONDict:
     """The Pod as the apiserver would serve it once the sink wrote this version: the desired pod's
     metadata and spec (when pod-updates has announced it) with the ledger's identity and status."""
     desired_meta = (desired or {}).get("metadata") or {}
-    meta = {k: v for k, v in desired_meta.items() if k not in _DROPPED_METADATA}
+    meta = {k: v for k, v in desired_meta.items() if k not in DROPPED_METADATA}
     meta["name"], meta["namespace"], meta["uid"] = vs.name, vs.namespace, vs.uid
     meta["resourceVersion"] = resource_version
     meta["annotations"] = {

@@ -124,6 +124,28 @@ POD_FIELDS: dict[str, Callable[[JSONDict], str]] = {
 }
 
 
+# What of a Pod any selector reads (namespace, node, labels, POD_FIELDS), by section.
+_SELECTED = {
+    "metadata": ("name", "namespace", "labels"),
+    "spec": ("nodeName", "restartPolicy", "schedulerName", "serviceAccountName", "hostNetwork"),
+    "status": ("phase", "podIP", "nominatedNodeName"),
+}
+
+
+def selectable(pod: JSONDict) -> JSONDict:
+    """The part of a Pod that selectors read: PodFilter.matches answers the same for it as for the
+    whole pod, and a server that keeps many pods keeps only this of each for matching."""
+    out: JSONDict = {}
+    for section, keys in _SELECTED.items():
+        given = pod.get(section)
+        given = given if isinstance(given, dict) else {}
+        out[section] = {k: given[k] for k in keys if given.get(k) is not None}
+    ips = (pod.get("status") or {}).get("podIPs")
+    if ips:
+        out["status"]["podIPs"] = [{"ip": ip.get("ip", "")} for ip in ips]
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class FieldTerm:
     field: str

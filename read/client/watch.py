@@ -13,7 +13,7 @@ from podledger.read.client.position import (
     encode_position,
     expired_reason,
 )
-from podledger.read.client.reader import Cursor, LedgerReader, now_ms
+from podledger.read.client.reader import MODELS, Cursor, LedgerReader, now_ms
 from podledger.read.client.select import PodFilter
 from podledger.schemas import models
 from podledger.streams.topics import DAY_MS
@@ -48,7 +48,7 @@ async def watch_pods(
     nothing. A broker restart is ridden through; TokenExpired when the token is too old."""
     pod_filter = PodFilter.parse(namespace, node, labels, fields)
     partitions = None if node is None else [partition_for_node(node, settings.partitions)]
-    reader = LedgerReader(settings, partitions, desired=desired)
+    reader = LedgerReader(settings, partitions, decoding=MODELS, desired=desired)
     await reader.start(wait_s=settings.start_wait_s)
     try:
         selection = Selection(pod_filter, resumed=resume is not None)

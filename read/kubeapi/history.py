@@ -16,7 +16,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from podledger.config import Settings
 from podledger.kafka import new_consumer, read_to_end
-from podledger.read.client.pods import pod_object
+from podledger.read.kubeapi.served import PodDoc, pod_doc
 from podledger.schemas import DecodeError, decode, models
 from podledger.types import JSONDict, PodOp, Topic
 
@@ -34,8 +34,8 @@ async def _ends_at(
     return {tp: ends[tp] if after.get(tp) is None else after[tp].offset for tp in tps}
 
 
-async def scan_pods_at(settings: Settings, moment_ms: int) -> list[JSONDict]:
-    """Every pod that existed at `moment_ms`, at its newest version then, as a Pod object."""
+async def scan_pods_at(settings: Settings, moment_ms: int) -> list[PodDoc]:
+    """Every pod that existed at `moment_ms`, at its newest version then."""
     history_tps = [
         TopicPartition(settings.topic(Topic.POD_STATUS_HISTORY), p) for p in range(settings.partitions)
     ]
@@ -70,7 +70,7 @@ async def scan_pods_at(settings: Settings, moment_ms: int) -> list[JSONDict]:
                     desired[update.uid] = update.pod
     finally:
         await consumer.stop()
-    return [pod_object(vs, desired.get(uid), "") for uid, vs in newest.items() if uid not in removed]
+    return [pod_doc(vs, desired.get(uid), "") for uid, vs in newest.items() if uid not in removed]
 
 
 class PastPods:
@@ -78,9 +78,9 @@ class PastPods:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.kept: OrderedDict[int, list[JSONDict]] = OrderedDict()
+        self.kept: OrderedDict[int, list[PodDoc]] = OrderedDict()
 
-    async def at(self, moment_ms: int, now_ms: int) -> list[JSONDict]:
+    async def at(self, moment_ms: int, now_ms: int) -> list[PodDoc]:
         if moment_ms > now_ms - SETTLED_MS:
             return await scan_pods_at(self.settings, moment_ms)
         if moment_ms not in self.kept:

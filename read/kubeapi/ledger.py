@@ -8,14 +8,20 @@ import contextlib
 import logging
 from dataclasses import dataclass, field
 
+import orjson
+
 from podledger.config import Settings
 from podledger.read.client.position import Position, encode_position
-from podledger.read.client.reader import Cursor, LedgerReader, now_ms
+from podledger.read.client.reader import Cursor, Decoding, LedgerReader, StatusRecord, now_ms
 from podledger.read.client.select import PodFilter
 from podledger.read.client.watch import TOMBSTONE_RETENTION_MS
+from podledger.read.kubeapi.records import StatusFields, desired_json, status_fields
+from podledger.read.kubeapi.served import PodDoc, pod_doc
 from podledger.read.kubeapi.store import PodStore, StoreEvent
 
 log = logging.getLogger(__name__)
+# What serve reads of the values: the fields of a Pod, the desired pod as JSON (records.py).
+SERVED: Decoding[StatusFields, bytes] = Decoding(status_fields, desired_json)
 WATCH_QUEUE = 50_000  # events a watch may fall behind by before it is closed (the client resumes)
 
 
@@ -42,7 +48,7 @@ class Ledger:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.reader = LedgerReader(settings)
+        self.reader = LedgerReader(settings, decoding=SERVED)
         self.store = PodStore(settings.partitions)
         self.position = Position(tuple([0] * settings.partitions), 0)
         self.watchers: set[Watcher] = set()
@@ -60,9 +66,7 @@ class Ledger:
         async for batch in self.reader.load():
             listed = listed or encode_position(self.reader.position())
             for r in batch:
-                self.store.apply(
-                    r.partition, r.offset, r.uid, r.status, self.reader.desired.get(r.uid), listed, r.ts_ms
-                )
+                self.store.apply(r.partition, r.offset, r.uid, self._doc(r, listed), listed, r.ts_ms)
         self.position = self.reader.position()
         self._task = asyncio.create_task(self._follow())
 
@@ -84,15 +88,20 @@ class Ledger:
             cursor = Cursor(self.reader)
             for r in batch:
                 rv = encode_position(cursor.after(r))
-                event = self.store.apply(
-                    r.partition, r.offset, r.uid, r.status, self.reader.desired.get(r.uid), rv, r.ts_ms
-                )
+                event = self.store.apply(r.partition, r.offset, r.uid, self._doc(r, rv), rv, r.ts_ms)
                 if event is not None:
                     for watcher in self.watchers:
                         watcher.offer(event)
             if batch:
                 self._moved(Position(tuple(cursor.offsets), cursor.safe_ms))
             self.store.forget_gone(now_ms() - TOMBSTONE_RETENTION_MS)
+
+    def _doc(self, record: StatusRecord[StatusFields], rv: str) -> PodDoc | None:
+        """The record's version joined with its desired pod (None for a tombstone)."""
+        if record.status is None:
+            return None
+        desired = self.reader.desired.get(record.uid)
+        return pod_doc(record.status, None if desired is None else orjson.loads(desired), rv)
 
     def _moved(self, position: Position) -> None:
         if position != self.position:

@@ -11,32 +11,22 @@ which a resume is refused (410 Gone). Pure: records and times come in from the s
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from podledger.read.client.pods import pod_object
 from podledger.read.client.select import PodFilter
-from podledger.read.kubeapi.table import RowBasis, row_basis
-from podledger.schemas import models
-from podledger.types import JSONDict
+from podledger.read.kubeapi.served import PodDoc, selected
 
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
 
 
 @dataclass(slots=True)
 class Entry:
-    """A pod that exists: its newest version and the Pod object served for it."""
+    """A pod that exists: its newest version, as served."""
 
     partition: int
     first_offset: int  # its oldest record still on the topic, as this store read it
     last_offset: int
-    status: models.VersionedPodStatus
-    obj: JSONDict
-    basis: RowBasis | None = field(default=None, repr=False)  # the table row, made on first use
-
-    def row_basis(self) -> RowBasis:
-        if self.basis is None:
-            self.basis = row_basis(self.obj)
-        return self.basis
+    doc: PodDoc
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,21 +36,23 @@ class Gone:
     partition: int
     offset: int
     first_offset: int
-    obj: JSONDict
+    doc: PodDoc  # its last version
+    rv: str  # the resourceVersion of its tombstone
     ts_ms: int
 
 
 @dataclass(frozen=True, slots=True)
 class StoreEvent:
+    """A change as every watch sees it: `doc` at resourceVersion `rv` (for DELETED, the pod's last
+    version); `old` the version before, when the store had one (a watch with a selector sees a pod
+    enter or leave by it)."""
+
     type: str
-    obj: JSONDict
-    old: JSONDict | None
+    doc: PodDoc
+    rv: str
+    old: PodDoc | None
     partition: int
     offset: int
-
-
-def _with_version(obj: JSONDict, resource_version: str) -> JSONDict:
-    return {**obj, "metadata": {**obj["metadata"], "resourceVersion": resource_version}}
 
 
 class PodStore:
@@ -72,44 +64,39 @@ class PodStore:
         self.floor = [0] * partitions
 
     def apply(
-        self,
-        partition: int,
-        offset: int,
-        uid: str,
-        status: models.VersionedPodStatus | None,
-        desired: JSONDict | None,
-        resource_version: str,
-        ts_ms: int,
+        self, partition: int, offset: int, uid: str, doc: PodDoc | None, resource_version: str, ts_ms: int
     ) -> StoreEvent | None:
-        """One pod-status record; the event a watch of every pod sees (None: nothing changed)."""
+        """One pod-status record (`doc` None: a tombstone); the event a watch of every pod sees
+        (None: nothing changed)."""
         entry = self.pods.get(uid)
-        if status is None:
+        if doc is None:
             if entry is None:
                 return None
             del self.pods[uid]
-            key = (entry.status.namespace, entry.status.name)
+            key = (entry.doc.namespace, entry.doc.name)
             if self.names.get(key) == uid:
                 del self.names[key]
-            obj = _with_version(entry.obj, resource_version)
-            self.gone[uid] = Gone(partition, offset, entry.first_offset, obj, ts_ms)
-            return StoreEvent(DELETED, obj, entry.obj, partition, offset)
-        obj = pod_object(status, desired, resource_version)
+            self.gone[uid] = Gone(partition, offset, entry.first_offset, entry.doc, resource_version, ts_ms)
+            return StoreEvent(DELETED, entry.doc, resource_version, entry.doc, partition, offset)
         self.gone.pop(uid, None)
-        self.names[(status.namespace, status.name)] = uid
+        self.names[(doc.namespace, doc.name)] = uid
         if entry is None:
-            self.pods[uid] = Entry(partition, offset, offset, status, obj)
-            return StoreEvent(ADDED, obj, None, partition, offset)
-        old = entry.obj
-        entry.last_offset, entry.status, entry.obj, entry.basis = offset, status, obj, None
-        return StoreEvent(MODIFIED, obj, old, partition, offset)
+            self.pods[uid] = Entry(partition, offset, offset, doc)
+            return StoreEvent(ADDED, doc, doc.rv, None, partition, offset)
+        old = entry.doc
+        entry.last_offset, entry.doc = offset, doc
+        return StoreEvent(MODIFIED, doc, doc.rv, old, partition, offset)
 
     def forget_gone(self, before_ms: int) -> None:
         """Drop removed pods whose tombstone is older than `before_ms`: resumes from before them
-        are refused from now on."""
-        for uid, gone in list(self.gone.items()):
-            if gone.ts_ms < before_ms:
-                del self.gone[uid]
-                self.floor[gone.partition] = max(self.floor[gone.partition], gone.offset + 1)
+        are refused from now on. `gone` is in the order of removal, so the oldest come first (a
+        tombstone with an earlier time behind a later one waits for it: forgetting late is safe)."""
+        while self.gone:
+            uid, gone = next(iter(self.gone.items()))
+            if gone.ts_ms >= before_ms:
+                return
+            del self.gone[uid]
+            self.floor[gone.partition] = max(self.floor[gone.partition], gone.offset + 1)
 
     def refused_below(self, offsets: tuple[int, ...]) -> list[int]:
         """The partitions where `offsets` are below what this store can replay."""
@@ -122,35 +109,38 @@ class PodStore:
             start = offsets[entry.partition]
             if entry.last_offset >= start:
                 kind = ADDED if entry.first_offset >= start else MODIFIED
-                out.append(StoreEvent(kind, entry.obj, None, entry.partition, entry.last_offset))
+                out.append(
+                    StoreEvent(kind, entry.doc, entry.doc.rv, None, entry.partition, entry.last_offset)
+                )
         for gone in self.gone.values():
             start = offsets[gone.partition]
             if gone.offset >= start > gone.first_offset:
-                out.append(StoreEvent(DELETED, gone.obj, None, gone.partition, gone.offset))
+                out.append(StoreEvent(DELETED, gone.doc, gone.rv, None, gone.partition, gone.offset))
         out.sort(key=lambda e: (e.partition, e.offset))
         return out
 
-    def select(self, pod_filter: PodFilter) -> list[Entry]:
-        if pod_filter == PodFilter():
-            return list(self.pods.values())
-        return [e for e in self.pods.values() if pod_filter.matches(e.obj)]
+    def select(self, pod_filter: PodFilter) -> list[PodDoc]:
+        """The pods that match, as they are now (a list: the store moves on while it is written)."""
+        return selected((e.doc for e in self.pods.values()), pod_filter)
 
-    def get(self, namespace: str, name: str) -> Entry | None:
+    def get(self, namespace: str, name: str) -> PodDoc | None:
         uid = self.names.get((namespace, name))
-        return None if uid is None else self.pods.get(uid)
+        entry = None if uid is None else self.pods.get(uid)
+        return None if entry is None else entry.doc
 
 
-def event_for(event: StoreEvent, pod_filter: PodFilter) -> tuple[str, JSONDict] | None:
-    """The event a watch with `pod_filter` sees: a pod that starts matching is ADDED, one that
-    stops matching DELETED (as the apiserver's watch cache does), others pass or not."""
-    matches_now = pod_filter.matches(event.obj)
+def event_for(event: StoreEvent, pod_filter: PodFilter) -> tuple[str, PodDoc, str] | None:
+    """The event a watch with `pod_filter` sees, as (type, pod, resourceVersion): a pod that starts
+    matching is ADDED, one that stops matching DELETED (as the apiserver's watch cache does),
+    others pass or not."""
+    matches_now = pod_filter.matches(event.doc.view)
     if event.type == DELETED:
-        return (DELETED, event.obj) if matches_now else None
-    matched_before = event.old is not None and pod_filter.matches(event.old)
+        return (DELETED, event.doc, event.rv) if matches_now else None
+    matched_before = event.old is not None and pod_filter.matches(event.old.view)
     if matches_now:
         if event.old is None:  # a new pod, or a replayed event (the store decided its type)
-            return event.type, event.obj
-        return (MODIFIED if matched_before else ADDED), event.obj
+            return event.type, event.doc, event.rv
+        return (MODIFIED if matched_before else ADDED), event.doc, event.rv
     if matched_before and event.old is not None:
-        return DELETED, _with_version(event.old, event.obj["metadata"]["resourceVersion"])
+        return DELETED, event.old, event.rv
     return None

@@ -3,7 +3,7 @@ IP NODE NOMINATED NODE READINESS GATES for -o wide), computed as the apiserver's
 (printPod in pkg/printers/internalversion/printers.go).
 
 Pure: `now` is passed in. The time-independent part of a row is computed once per pod version
-(RowBasis); AGE and "3 (5m ago)" are formatted per request.
+(RowBasis, then RowParts: its JSON); AGE and "3 (5m ago)" are formatted per answer (Clock).
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+
+import orjson
 
 from podledger.types import JSONDict
 
@@ -218,47 +220,78 @@ _COMPLETED = {
 }  # fmt: skip
 
 
-def table_row(basis: RowBasis, row_object: JSONDict | None, now: float) -> JSONDict:
-    restarts = str(basis.restarts)
-    if basis.restarts and basis.last_restart is not None:
-        restarts = f"{basis.restarts} ({since(basis.last_restart, now)} ago)"
-    row: JSONDict = {
-        "cells": [
-            basis.name,
-            basis.ready,
-            basis.reason,
-            restarts,
-            since(basis.created, now),
-            basis.ip,
-            basis.node,
-            basis.nominated,
-            basis.gates,
-        ],
-        "object": row_object,
-    }
+@dataclass(frozen=True, slots=True)
+class RowParts:
+    """One pod version's Table row as JSON around its time-dependent cells (RESTARTS, AGE): made
+    once per version, completed per answer by row_json."""
+
+    head: bytes  # '{"cells":[NAME,READY,STATUS,'
+    tail: bytes  # ',IP,NODE,NOMINATED,GATES]' and the row's conditions
+    restarts: int
+    last_restart: float | None
+    created: float | None
+
+
+def row_parts(basis: RowBasis) -> RowParts:
+    head = orjson.dumps([basis.name, basis.ready, basis.reason])[:-1]
+    tail = b"," + orjson.dumps([basis.ip, basis.node, basis.nominated, basis.gates])[1:]
     if basis.phase in _COMPLETED:
-        row["conditions"] = _COMPLETED[basis.phase]
-    return row
+        tail += b',"conditions":' + orjson.dumps(_COMPLETED[basis.phase])
+    return RowParts(b'{"cells":' + head + b",", tail, basis.restarts, basis.last_restart, basis.created)
 
 
-def row_object(pod: JSONDict, include: str, group_version: str) -> JSONDict | None:
-    """What a row carries (the request's includeObject): the pod's metadata (the default), the
-    whole pod, or nothing."""
-    if include == "None":
-        return None
-    if include == "Object":
-        return pod
-    return {"kind": "PartialObjectMetadata", "apiVersion": group_version, "metadata": pod["metadata"]}
+class Clock:
+    """The moment of one answer: formats each distinct time of its rows once (a list of many pods
+    created together formats one AGE)."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+        self._since: dict[float | None, str] = {}
+        self._cells: dict[tuple[int, float | None, float | None], bytes] = {}
+
+    def since(self, timestamp: float | None) -> str:
+        """translateTimestampSince."""
+        text = self._since.get(timestamp)
+        if text is None:
+            text = self._since[timestamp] = since(timestamp, self.now)
+        return text
+
+    def cells(self, parts: RowParts) -> bytes:
+        """The RESTARTS and AGE cells of a row, as JSON (`"3 (5m ago)","2d"`)."""
+        key = (parts.restarts, parts.last_restart, parts.created)
+        text = self._cells.get(key)
+        if text is None:
+            restarts = str(parts.restarts)
+            if parts.restarts and parts.last_restart is not None:
+                restarts = f"{parts.restarts} ({self.since(parts.last_restart)} ago)"
+            text = self._cells[key] = orjson.dumps(restarts) + b"," + orjson.dumps(self.since(parts.created))
+        return text
 
 
-def table(
-    rows: list[JSONDict], resource_version: str, group_version: str, *, headers: bool = True
-) -> JSONDict:
-    """A meta.k8s.io Table; a watch sends the column definitions with its first event only."""
-    return {
-        "kind": "Table",
-        "apiVersion": group_version,
-        "metadata": {"resourceVersion": resource_version},
-        "columnDefinitions": COLUMNS if headers else [],
-        "rows": rows,
-    }
+def row_json(parts: RowParts, row_object: bytes, clock: Clock) -> bytes:
+    """A Table row: the cells at `clock`'s moment, and `row_object` (JSON) as its object."""
+    return b"".join((parts.head, clock.cells(parts), parts.tail, b',"object":', row_object, b"}"))
+
+
+def partial_metadata(metadata: bytes, group_version: str) -> bytes:
+    """A row's object by default (includeObject=Metadata): the pod's metadata alone."""
+    return b"".join(
+        (b'{"kind":"PartialObjectMetadata","apiVersion":"', group_version.encode(), b'","metadata":',
+         metadata, b"}")
+    )  # fmt: skip
+
+
+_COLUMNS_JSON = orjson.dumps(COLUMNS)
+
+
+def table_open(resource_version: str, group_version: str, *, headers: bool = True) -> bytes:
+    """A meta.k8s.io Table up to its first row (then rows, comma-separated, then TABLE_CLOSE); a
+    watch sends the column definitions with its first event only."""
+    return b"".join(
+        (b'{"kind":"Table","apiVersion":', orjson.dumps(group_version), b',"metadata":{"resourceVersion":',
+         orjson.dumps(resource_version), b'},"columnDefinitions":', _COLUMNS_JSON if headers else b"[]",
+         b',"rows":[')
+    )  # fmt: skip
+
+
+TABLE_CLOSE = b"]}"

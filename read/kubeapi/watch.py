@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterable
 
 import orjson
 from aiohttp import web
@@ -16,27 +17,39 @@ from podledger.read.client.select import PodFilter
 from podledger.read.client.watch import TOMBSTONE_RETENTION_MS
 from podledger.read.kubeapi import objects
 from podledger.read.kubeapi.ledger import Ledger, Watcher
+from podledger.read.kubeapi.served import PodDoc, chunks, event_json, watch_object
 from podledger.read.kubeapi.store import ADDED, StoreEvent, event_for
-from podledger.read.kubeapi.table import row_basis, row_object, table, table_row
+from podledger.read.kubeapi.table import Clock
 from podledger.types import JSONDict
 
 DEFAULT_TIMEOUT_S = 1800.0
 AHEAD_WAIT_S = 3.0
 
+Seen = tuple[str, PodDoc, str]  # (type, pod, resourceVersion) of one event a watch sends
+
 
 class _Stream:
-    """Writes watch events, as objects or as Table rows (column definitions on the first only)."""
+    """Writes watch events, as objects or as Table rows (column definitions on the first only).
+    Events already waiting are written together, in one write."""
 
     def __init__(self, response: web.StreamResponse, gv: str | None, include: str) -> None:
         self.response, self.gv, self.include = response, gv, include
         self.headers_sent = False
 
+    def line(self, seen: Seen, clock: Clock) -> bytes:
+        kind, doc, rv = seen
+        obj = watch_object(doc, rv, self.gv, self.include, clock, headers=not self.headers_sent)
+        self.headers_sent = self.headers_sent or self.gv is not None
+        return event_json(kind, obj)
+
+    async def send_all(self, events: Iterable[Seen]) -> None:
+        clock = Clock(time.time())
+        for chunk in chunks(self.line(seen, clock) for seen in events):
+            await self.response.write(chunk)
+
     async def send(self, kind: str, obj: JSONDict) -> None:
-        if self.gv is not None and kind in ("ADDED", "MODIFIED", "DELETED"):
-            row = table_row(row_basis(obj), row_object(obj, self.include, self.gv), time.time())
-            obj = table([row], obj["metadata"]["resourceVersion"], self.gv, headers=not self.headers_sent)
-            self.headers_sent = True
-        await self.response.write(orjson.dumps({"type": kind, "object": obj}) + b"\n")
+        """An event whose object is not a pod: an ERROR's Status, a BOOKMARK."""
+        await self.response.write(event_json(kind, orjson.dumps(obj)))
 
 
 async def _start_point(ledger: Ledger, rv: str) -> JSONDict | tuple[int, ...] | None:
@@ -80,6 +93,8 @@ async def serve_watch(
     start = await _start_point(ledger, rv)
     if isinstance(start, dict) and start["code"] != 410:
         return web.Response(body=orjson.dumps(start), status=start["code"], content_type="application/json")
+    if request.method == "HEAD":
+        return web.Response(content_type="application/json")
     response = web.StreamResponse(headers={"Content-Type": "application/json"})
     response.enable_chunked_encoding()
     await response.prepare(request)
@@ -91,14 +106,14 @@ async def serve_watch(
     # No await between registering and taking the backlog: both see the store at the same point.
     ledger.watchers.add(watcher)
     try:
+        current = ledger.resource_version
+        backlog: list[Seen]
         if start is None:
             backlog = [] if send_initial == "false" else _current(ledger, pod_filter)
-            current = ledger.resource_version
         else:
             backlog = [e for e in (event_for(ev, pod_filter) for ev in ledger.store.since(start)) if e]
-            current = ledger.resource_version
-        for kind, obj in backlog:
-            await stream.send(kind, obj)
+        await stream.send_all(backlog)
+        del backlog
         if bookmarks and objects.parse_bool(send_initial):
             await stream.send("BOOKMARK", objects.bookmark(current, initial_events_end=True))
         await _live(stream, ledger, watcher, timeout_s, bookmark_s if bookmarks else None)
@@ -109,13 +124,10 @@ async def serve_watch(
     return response
 
 
-def _current(ledger: Ledger, pod_filter: PodFilter) -> list[tuple[str, JSONDict]]:
+def _current(ledger: Ledger, pod_filter: PodFilter) -> list[Seen]:
     """The pods now, as ADDED events at the current resourceVersion (a watch from "now")."""
     rv = ledger.resource_version
-    return [
-        (ADDED, {**e.obj, "metadata": {**e.obj["metadata"], "resourceVersion": rv}})
-        for e in ledger.store.select(pod_filter)
-    ]
+    return [(ADDED, doc, rv) for doc in ledger.store.select(pod_filter)]
 
 
 async def _live(
@@ -136,12 +148,13 @@ async def _live(
             continue
         if event is None:  # fell too far behind: end, the client resumes from its last version
             return
-        seen = event_for(event, watcher.pod_filter)
-        if seen is not None:
-            await stream.send(*seen)
-        while not watcher.queue.empty():  # drain what is already there without waking again
+        events, ended = [event], False
+        while not watcher.queue.empty():  # what is already there goes in the same write
             more = watcher.queue.get_nowait()
             if more is None:
-                return
-            if (seen := event_for(more, watcher.pod_filter)) is not None:
-                await stream.send(*seen)
+                ended = True
+                break
+            events.append(more)
+        await stream.send_all(seen for e in events if (seen := event_for(e, watcher.pod_filter)) is not None)
+        if ended:
+            return

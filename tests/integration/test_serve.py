@@ -5,6 +5,7 @@ loopback)."""
 from __future__ import annotations
 
 import asyncio
+import http.client
 import json
 import threading
 import time
@@ -225,6 +226,17 @@ def test_serve_is_read_only_and_needs_its_token(
         assert request(pod_url, method, token="s3cret-token-of-the-test-0123456789") == 405
     v1 = api(url, tmp_path, token="s3cret-token-of-the-test-0123456789")
     assert [p.metadata.name for p in v1.list_pod_for_all_namespaces().items] == ["web-1"]
+    # HEAD of a list (written as a stream) answers the headers alone: the connection then serves
+    # the next request, which a body after them would garble.
+    conn = http.client.HTTPConnection(url.removeprefix("http://"), timeout=10)
+    auth = {"Authorization": "Bearer s3cret-token-of-the-test-0123456789"}
+    conn.request("HEAD", "/api/v1/pods", headers=auth)
+    head = conn.getresponse()
+    assert (head.status, head.read()) == (200, b"")
+    conn.request("GET", "/api/v1/pods", headers=auth)
+    got = conn.getresponse()
+    assert got.status == 200 and [p["metadata"]["name"] for p in json.loads(got.read())["items"]] == ["web-1"]
+    conn.close()
     # Beyond loopback without a token: refused at start.
     wide = podledger_process(
         ["serve", "--listen", "0.0.0.0:0"], env={"PODLEDGER_BOOTSTRAP": settings.bootstrap}

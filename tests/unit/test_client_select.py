@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from podledger.read.client.select import PodFilter, SelectorError, parse_fields, parse_labels
+from podledger.read.client.select import (
+    POD_FIELDS,
+    PodFilter,
+    SelectorError,
+    parse_fields,
+    parse_labels,
+    selectable,
+)
 
 
 def pod(labels: dict[str, str] | None = None, **status: str) -> dict:
@@ -76,3 +83,22 @@ def test_namespace_and_node() -> None:
     assert not PodFilter.parse(namespace="default").matches(pod())
     assert not PodFilter.parse(node="n2").matches(pod())
     assert PodFilter.parse() == PodFilter()
+
+
+def test_a_selector_reads_the_same_of_the_selectable_part_as_of_the_whole_pod() -> None:
+    full = pod(LABELS, nominatedNodeName="n9", podIPs=[{"ip": "10.0.0.1"}, {"ip": "fd00::1"}])
+    full["spec"] |= {"schedulerName": "s", "serviceAccountName": "sa", "containers": [{"name": "c"}]}
+    full["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+    full["metadata"]["annotations"] = {"a": "b"}
+    part = selectable(full)
+    assert {name: get(part) for name, get in POD_FIELDS.items()} == {
+        name: get(full) for name, get in POD_FIELDS.items()
+    }
+    assert part["metadata"]["labels"] == LABELS
+    assert "containers" not in part["spec"] and "conditions" not in part["status"]
+    for selector, expected in LABEL_CASES:
+        assert PodFilter.parse(labels=selector).matches(part) is expected, selector
+    assert PodFilter.parse(namespace="shop", node="n1").matches(part)
+    assert selectable({"metadata": {"name": "x"}, "spec": None}) == {
+        "metadata": {"name": "x"}, "spec": {}, "status": {}
+    }  # fmt: skip

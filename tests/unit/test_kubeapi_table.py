@@ -6,9 +6,19 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import orjson
 import pytest
 
-from podledger.read.kubeapi.table import COLUMNS, human_duration, row_basis, table, table_row
+from podledger.read.kubeapi.table import (
+    COLUMNS,
+    TABLE_CLOSE,
+    Clock,
+    human_duration,
+    row_basis,
+    row_json,
+    row_parts,
+    table_open,
+)
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC).timestamp()
 TEN_S_AGO = datetime.fromtimestamp(NOW - 10, UTC).isoformat().replace("+00:00", "Z")
@@ -19,6 +29,11 @@ def pod(name: str, containers: int, status: dict, init: int = 0, **meta: object)
     if init:
         spec["initContainers"] = [{"name": f"i{i}"} for i in range(init)]
     return {"metadata": {"name": name, **meta}, "spec": spec, "status": status}
+
+
+def row(pod_: dict) -> dict:
+    """The pod's Table row at NOW, parsed from the JSON serve writes."""
+    return orjson.loads(row_json(row_parts(row_basis(pod_)), b"null", Clock(NOW)))
 
 
 RUNNING = {"running": {}}
@@ -77,14 +92,14 @@ PRINT_POD_EXTRA = [
 
 @pytest.mark.parametrize(("pod_", "cells"), [c[1:] for c in PRINT_POD], ids=[c[0] for c in PRINT_POD])
 def test_TestPrintPod(pod_: dict, cells: list[str]) -> None:
-    assert table_row(row_basis(pod_), None, NOW)["cells"][:5] == cells
+    assert row(pod_)["cells"][:5] == cells
 
 
 @pytest.mark.parametrize(
     ("pod_", "cells"), [c[1:] for c in PRINT_POD_EXTRA], ids=[c[0] for c in PRINT_POD_EXTRA]
 )
 def test_print_pod_extra(pod_: dict, cells: list[str]) -> None:
-    assert table_row(row_basis(pod_), None, NOW)["cells"][:5] == cells
+    assert row(pod_)["cells"][:5] == cells
 
 
 def test_TestPrintPodWithRestartableInitContainer_counts_a_started_sidecar() -> None:
@@ -95,17 +110,18 @@ def test_TestPrintPodWithRestartableInitContainer_counts_a_started_sidecar() -> 
               "containerStatuses": [main]}  # fmt: skip
     sidecar_pod = pod("sc", 1, status, init=1)
     sidecar_pod["spec"]["initContainers"][0]["restartPolicy"] = "Always"
-    assert table_row(row_basis(sidecar_pod), None, NOW)["cells"][:4] == ["sc", "2/2", "Running", "3"]
+    assert row(sidecar_pod)["cells"][:4] == ["sc", "2/2", "Running", "3"]
 
 
 def test_TestPrintPodwide_cells_and_completed_condition() -> None:
     done = pod("done", 1, {"phase": "Succeeded", "podIPs": [{"ip": "10.0.0.5"}], "nominatedNodeName": "n2"})
     done["spec"]["nodeName"] = "n1"
     done["spec"]["readinessGates"] = [{"conditionType": "x"}]
-    row = table_row(row_basis(done), None, NOW)
-    assert row["cells"][5:] == ["10.0.0.5", "n1", "n2", "0/1"]
-    assert row["conditions"][0]["reason"] == "Succeeded"
-    assert len(row["cells"]) == len(COLUMNS)
+    done_row = row(done)
+    assert done_row["cells"][5:] == ["10.0.0.5", "n1", "n2", "0/1"]
+    assert done_row["conditions"][0]["reason"] == "Succeeded"
+    assert len(done_row["cells"]) == len(COLUMNS)
+    assert done_row["object"] is None
 
 
 S, M, H, D, Y = 1, 60, 3600, 86400, 365 * 86400
@@ -133,5 +149,23 @@ def test_TestHumanDurationBoundaries(seconds: float, text: str) -> None:
 
 
 def test_a_watch_table_carries_the_columns_only_when_asked() -> None:
-    assert table([], "rv", "meta.k8s.io/v1")["columnDefinitions"] == COLUMNS
-    assert table([], "rv", "meta.k8s.io/v1", headers=False)["columnDefinitions"] == []
+    full = orjson.loads(table_open("rv", "meta.k8s.io/v1") + TABLE_CLOSE)
+    assert (full["kind"], full["apiVersion"], full["metadata"]) == (
+        "Table",
+        "meta.k8s.io/v1",
+        {"resourceVersion": "rv"},
+    )
+    assert full["columnDefinitions"] == COLUMNS and full["rows"] == []
+    bare = orjson.loads(table_open("rv", "meta.k8s.io/v1", headers=False) + TABLE_CLOSE)
+    assert bare["columnDefinitions"] == []
+
+
+def test_the_rows_of_one_answer_share_its_moment() -> None:
+    clock = Clock(NOW)
+    created = {"creationTimestamp": TEN_S_AGO}
+    rows = [
+        orjson.loads(row_json(row_parts(row_basis(pod(f"p{i}", 1, {}, **created))), b"{}", clock))
+        for i in range(3)
+    ]
+    assert [r["cells"][4] for r in rows] == ["10s"] * 3
+    assert clock.since(NOW - 10) == "10s" and clock.since(None) == "<unknown>"
