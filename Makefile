@@ -11,7 +11,7 @@ BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 SHELL := /bin/bash
 
-.PHONY: demo test lint typecheck layers analysis-tree install fetch compose-tool prometheus-tool chromium-tool consumer-tools clean
+.PHONY: demo test lint typecheck layers analysis-tree install fetch os-tools clean
 
 install: $(VENV)/.installed
 
@@ -26,46 +26,21 @@ $(VENV)/.installed: pyproject.toml deploy/constraints.txt
 fetch: install
 	$(BIN)/podledger local fetch
 
-# A compose implementation to validate deploy/docker-compose.yml (no Docker engine needed).
-compose-tool:
-	@command -v docker-compose >/dev/null 2>&1 || { \
+# The OS tools some tests drive, each a Debian package of the same name, installed with apt-get
+# when missing (as root): docker-compose validates deploy/docker-compose.yml (no Docker engine
+# needed), prometheus scrapes `podledger metrics`, chromium renders `podledger ui`, kcat runs the
+# kcat example. The real kubectl is built by `podledger local fetch` (the fetch step).
+OS_TOOLS := docker-compose prometheus chromium kcat
+os-tools:
+	@for tool in $(OS_TOOLS); do \
+	  command -v $$tool >/dev/null 2>&1 && continue; \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing docker-compose (Debian package) to validate deploy/docker-compose.yml"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker-compose >/dev/null; \
+	    echo "installing $$tool (Debian package) for the tests"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$tool >/dev/null || exit 1; \
 	  else \
-	    echo "docker-compose is missing: install it (e.g. apt-get install docker-compose)" >&2; exit 1; \
-	  fi; }
-
-# Prometheus, which scrapes `podledger metrics` in tests/integration/test_prometheus.py.
-prometheus-tool:
-	@command -v prometheus >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing prometheus (Debian package) to scrape podledger metrics in the tests"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; \
-	  else \
-	    echo "prometheus is missing: install it (e.g. apt-get install prometheus)" >&2; exit 1; \
-	  fi; }
-
-# Headless Chromium, which loads `podledger ui` in tests/integration/test_ui.py.
-chromium-tool:
-	@command -v chromium >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing chromium (Debian package) to test the audit timeline UI in a browser"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; \
-	  else \
-	    echo "chromium is missing: install it (e.g. apt-get install chromium)" >&2; exit 1; \
-	  fi; }
-
-# The consumer examples' tool kcat (Debian package; examples/, tests/integration/test_examples.py).
-# The real kubectl is built by `podledger local fetch` (the fetch step).
-consumer-tools: install
-	@command -v kcat >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing kcat (Debian package) for the kcat example"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends kcat >/dev/null; \
-	  else \
-	    echo "kcat is missing: install it (e.g. apt-get install kcat)" >&2; exit 1; \
-	  fi; }
+	    echo "$$tool is missing: install it (e.g. apt-get install $$tool)" >&2; exit 1; \
+	  fi; \
+	done
 
 lint: install typecheck layers
 	$(BIN)/ruff check .
@@ -91,7 +66,7 @@ layers: analysis-tree
 # Both halves at once: the unit half (CPU-bound fuzzers, niced) beside the integration half (which
 # mostly waits on the broker and the apiserver); the unit log is printed after. With PYTEST_ARGS,
 # one plain pytest run of what they name.
-test: install fetch compose-tool prometheus-tool chromium-tool consumer-tools lint
+test: install fetch os-tools lint
 ifeq ($(strip $(PYTEST_ARGS)),)
 	@mkdir -p .test-logs; \
 	nice -n 10 $(BIN)/pytest tests/unit > .test-logs/unit.log 2>&1 & unit=$$!; \
