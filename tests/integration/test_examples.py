@@ -81,7 +81,7 @@ def test_the_python_consumer_lists_follows_and_resumes(settings: Settings, tmp_p
 
 
 def test_the_kcat_one_liner_prints_the_latest_statuses(settings: Settings, tmp_path: Path) -> None:
-    assert shutil.which("kcat"), "kcat is installed by `make test` (the consumer-tools step)"
+    assert shutil.which("kcat"), "kcat is installed by `make test` (the os-tools step)"
     web = make_pod(name="web-1", uid="uid-web")
     seed(settings, pods.versioned(web, "n1", 1, pods.running_status()), announce=(web,))
     out = run(["sh", str(EXAMPLES / "kcat.sh")], example_env(settings), tmp_path)

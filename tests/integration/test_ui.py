@@ -52,7 +52,7 @@ ARTIFACTS = REPO_ROOT / ".test-logs"
 
 def chromium() -> str:
     found = shutil.which("chromium")
-    assert found, "chromium is needed for the UI tests: `make chromium-tool` installs it (Debian package)"
+    assert found, "chromium is needed for the UI tests: `make os-tools` installs it (Debian package)"
     return found
 
 
