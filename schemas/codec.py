@@ -103,20 +103,32 @@ def decode(topic: str, data: bytes | str | None, *, max_bytes: int | None = None
 def from_dict(topic: str, obj: Any) -> Any:
     """Validate an already-parsed value and build its model."""
     try:
-        _validator(_known(topic))(obj)
+        _validator(topic if topic in MODELS else _known(topic))(obj)
     except fastjsonschema.JsonSchemaValueException as exc:
         raise _schema_error(topic, obj, exc) from None
     return _build(MODELS[topic], obj)
 
 
 def _build(cls: type[T], obj: dict[str, Any]) -> T:
-    nested = _NESTED.get(cls, {})
+    nested = _NESTED.get(cls)
+    if nested is None:  # the ingress models: plain JSON fields, named once per model
+        return cls(**{name: obj[name] for name in _field_names(cls) if name in obj})
     kwargs = {}
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-        if f.name in obj:
-            value = obj[f.name]
-            kwargs[f.name] = _build(nested[f.name], value) if f.name in nested else value
+    for name in _field_names(cls):
+        if name in obj:
+            value = obj[name]
+            kwargs[name] = _build(nested[name], value) if name in nested else value
     return cls(**kwargs)
+
+
+_FIELD_NAMES: dict[type[Any], tuple[str, ...]] = {}
+
+
+def _field_names(cls: type[Any]) -> tuple[str, ...]:
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    return names
 
 
 def _schema_error(topic: str, obj: Any, exc: fastjsonschema.JsonSchemaValueException) -> DecodeError:
