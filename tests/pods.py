@@ -112,6 +112,31 @@ def running_status(ready: str = "True", container_name: str = "main", image: str
     }
 
 
+OOM_KILLED = {
+    "exitCode": 137,
+    "reason": "OOMKilled",
+    "startedAt": API_TIME,
+    "finishedAt": "2026-01-01T00:01:00Z",
+    "containerID": "process://first",
+}
+
+
+def oom_status(
+    *, ready: bool | None = None, restarts: int = 0, cid: str = "process://first", oom: str = ""
+) -> JSONDict:
+    """A one-container pod's status running container `cid`; oom="now": that container terminated
+    by the OOM killer; oom="last": running again after it. `ready` defaults to not while killed."""
+    ready = oom != "now" if ready is None else ready
+    out = running_status(ready="True" if ready else "False")
+    main = out["containerStatuses"][0]
+    main.update(containerID=cid, restartCount=restarts)
+    if oom == "now":
+        main["state"] = {"terminated": OOM_KILLED}
+    elif oom == "last":
+        main["lastState"] = {"terminated": OOM_KILLED}
+    return out
+
+
 def versioned(
     pod: JSONDict,
     node: str,

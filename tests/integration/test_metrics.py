@@ -32,27 +32,7 @@ from tests.support import (
 
 pytestmark = pytest.mark.kafka
 
-OOM = {
-    "exitCode": 137,
-    "reason": "OOMKilled",
-    "startedAt": pods.API_TIME,
-    "finishedAt": "2026-01-01T00:01:00Z",
-    "containerID": "process://first",
-}
 TERMINATIONS = "podledger_pod_container_terminations_total"
-
-
-def status(*, ready: bool = True, restarts: int = 0, cid: str = "process://first", oom: str = "") -> JSONDict:
-    """The one-container pod running `cid` (or, with oom="now", terminated by the OOM killer; with
-    oom="last", running again after it)."""
-    out = pods.running_status(ready="True" if ready else "False")
-    main = out["containerStatuses"][0]
-    main.update(containerID=cid, restartCount=restarts)
-    if oom == "now":
-        main["state"] = {"terminated": OOM}
-    elif oom == "last":
-        main["lastState"] = {"terminated": OOM}
-    return out
 
 
 def scrape(port: int) -> PromSamples:
@@ -81,16 +61,16 @@ def test_metrics_from_the_stream_live_and_after_a_restart(settings: Settings, po
     def v(pod: JSONDict, version: int, s: JSONDict) -> models.VersionedPodStatus:
         return pods.versioned(pod, node, version, s)
 
-    # Before the command starts: api crashed once (OOM), web runs, gone was removed.
+    # Before the command starts: api crashed once (pods.OOM_KILLED), web runs, gone was removed.
     asyncio.run(
         publish_versions(
             settings,
-            v(api, 1, status()),
-            v(api, 2, status(oom="now", ready=False)),
-            v(api, 3, status(restarts=1, cid="process://second", oom="last")),
-            v(web, 1, status(ready=False)),
-            v(web, 2, status()),
-            v(gone, 1, status()),
+            v(api, 1, pods.oom_status()),
+            v(api, 2, pods.oom_status(oom="now", ready=False)),
+            v(api, 3, pods.oom_status(restarts=1, cid="process://second", oom="last")),
+            v(web, 1, pods.oom_status(ready=False)),
+            v(web, 2, pods.oom_status()),
+            v(gone, 1, pods.oom_status()),
             removed=((uid["gone"], node),),
         )
     )
@@ -109,12 +89,12 @@ def test_metrics_from_the_stream_live_and_after_a_restart(settings: Settings, po
     # Live: web is OOM-killed and restarted between two scrapes, each version delivered twice,
     # then flaps Ready.
     oom_and_back = [
-        v(web, 3, status(oom="now", ready=False)),
-        v(web, 4, status(restarts=1, cid="process://second", oom="last")),
+        v(web, 3, pods.oom_status(oom="now", ready=False)),
+        v(web, 4, pods.oom_status(restarts=1, cid="process://second", oom="last")),
     ]
     flap = [
-        v(web, 5, status(restarts=1, cid="process://second", oom="last", ready=False)),
-        v(web, 6, status(restarts=1, cid="process://second", oom="last")),
+        v(web, 5, pods.oom_status(restarts=1, cid="process://second", oom="last", ready=False)),
+        v(web, 6, pods.oom_status(restarts=1, cid="process://second", oom="last")),
     ]
     asyncio.run(publish_versions(settings, *oom_and_back, *oom_and_back, *flap, flap[0]))
 

@@ -24,26 +24,6 @@ from tests.support import http_get, podledger_env, publish_versions, wait_for
 
 pytestmark = pytest.mark.kafka
 
-OOM = {
-    "exitCode": 137,
-    "reason": "OOMKilled",
-    "startedAt": pods.API_TIME,
-    "finishedAt": "2026-01-01T00:01:00Z",
-    "containerID": "process://first",
-}
-
-
-def status(*, restarts: int = 0, cid: str = "process://first", oom: str = "") -> JSONDict:
-    """The one-container pod running `cid`; oom="now": terminated by the OOM killer; "last": after it."""
-    out = pods.running_status(ready="False" if oom == "now" else "True")
-    main = out["containerStatuses"][0]
-    main.update(containerID=cid, restartCount=restarts)
-    if oom == "now":
-        main["state"] = {"terminated": OOM}
-    elif oom == "last":
-        main["lastState"] = {"terminated": OOM}
-    return out
-
 
 class Prometheus:
     """A Prometheus server on a loopback port, scraping one target every second."""
@@ -123,7 +103,7 @@ def test_prometheus_scrapes_podledger_metrics(settings: Settings, podledger_proc
     node = settings.node
     web = pods.pod(("main",), name="web", namespace="shop", uid=f"web-{uuid.uuid4().hex[:8]}")
     uid = web["metadata"]["uid"]
-    asyncio.run(publish_versions(settings, pods.versioned(web, node, 1, status())))
+    asyncio.run(publish_versions(settings, pods.versioned(web, node, 1, pods.oom_status())))
     port = local.free_port()
     metrics = podledger_process(["metrics", "--port", str(port)], env=podledger_env(settings))
     wait_for(
@@ -154,8 +134,8 @@ def test_prometheus_scrapes_podledger_metrics(settings: Settings, podledger_proc
     asyncio.run(
         publish_versions(
             settings,
-            pods.versioned(web, node, 2, status(oom="now")),
-            pods.versioned(web, node, 3, status(restarts=1, cid="process://second", oom="last")),
+            pods.versioned(web, node, 2, pods.oom_status(oom="now")),
+            pods.versioned(web, node, 3, pods.oom_status(restarts=1, cid="process://second", oom="last")),
         )
     )
     wait_for(
