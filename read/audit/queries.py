@@ -13,9 +13,11 @@ from typing import Any
 from podledger.read.audit.diff import diff
 from podledger.read.audit.parse import PodRef, format_time
 from podledger.read.audit.rules import Step, refold
+from podledger.read.audit.seed import record_before
 from podledger.read.audit.summary import event_line, version_row
-from podledger.read.index.base import AuditIndex, PodIdentity, StoredVersion
+from podledger.read.index.base import AuditIndex, PodIdentity, StoredEntry, StoredVersion
 from podledger.streams.fold import DEFAULT_HOLD, HoldLimits
+from podledger.types import PodOp, Topic
 
 
 class NotFound(LookupError):
@@ -125,6 +127,56 @@ def _input_row(step: Step) -> dict[str, Any]:
     }
 
 
+def _life_start(entries: list[StoredEntry], cause_at: tuple[int, int] | None) -> tuple[int, int] | None:
+    """The first journal position of the life whose version was caused at `cause_at`: the entry
+    after the last removal of the pod from the config before it, else the pod's first entry."""
+    start = None
+    for e in entries:
+        if cause_at is not None and e.position > cause_at:
+            break
+        if (
+            e.value.get("topic") == Topic.POD_UPDATES
+            and (e.value.get("event") or {}).get("op") == PodOp.REMOVE
+        ):
+            start = None  # the next entry, if any, starts the life
+        elif start is None:
+            start = e.position
+    return start
+
+
+def _explain(
+    entries: list[StoredEntry], start: tuple[int, int], life: list[StoredVersion], i: int, limits: HoldLimits
+) -> list[Step]:
+    """The entries from `start` re-folded and explained, from the record rebuilt before them
+    (seed.py) when that gives the version explained and every other version as the history has
+    them, else from the pod's first entry.
+
+    The last of the life's versions before the i-th caused before `start` gives the rebuilt
+    record its status."""
+    causes = {
+        (e.value.get("topic"), e.value.get("partition"), e.value.get("offset")): e.position for e in entries
+    }
+    last = next(
+        (
+            v
+            for v in reversed(life[:i])
+            if causes.get((v.cause.get("topic"), v.cause.get("partition"), v.cause.get("offset")), start)
+            < start
+        ),
+        None,
+    )
+    before = [e.value for e in entries if e.position < start]
+    window = [(e.position, e.value) for e in entries if e.position >= start]
+    steps = refold(window, start, limits, record_before(before, last.value if last else None))
+    stored = {v.version: v.value.get("status") for v in life}
+    produced = [v for s in steps for v in s.versions if v["version"] in stored]
+    if any(v["version"] == life[i].version for v in produced) and all(
+        v["status"] == stored[v["version"]] for v in produced
+    ):
+        return steps
+    return refold([(e.position, e.value) for e in entries], start, limits)
+
+
 def why(
     index: AuditIndex,
     ref: PodRef,
@@ -160,12 +212,14 @@ def why(
     cause_at, previous_at, next_at = position(target), position(previous), position(following)
     if next_at is not None:
         entries = [e for e in entries if e.position <= next_at]
-    start = next((e.position for e in entries if previous_at is None or e.position > previous_at), None)
-    steps = refold([(e.position, e.value) for e in entries], start, limits) if start else []
-    if cause_at is not None and previous_at == cause_at:  # one input made both (TerminatePod)
-        chain = [s for s in steps if s.position == cause_at]
-    else:
-        chain = [s for s in steps if cause_at is not None and s.position <= cause_at]
+    if previous_at is not None and previous_at == cause_at:  # one input made both (TerminatePod)
+        start: tuple[int, int] | None = cause_at
+    elif previous_at is not None:
+        start = next((e.position for e in entries if e.position > previous_at), None)
+    else:  # the life's first version: from the life's first entry
+        start = _life_start(entries, cause_at)
+    steps = _explain(entries, start, life, i, limits) if start else []
+    chain = [s for s in steps if cause_at is not None and s.position <= cause_at]
     unchanged = [s for s in steps if cause_at is not None and s.position > cause_at and s.position != next_at]
     cause_step = next((s for s in chain if s.position == cause_at), None)
     replayed = cause_step is not None and any(

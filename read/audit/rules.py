@@ -1,7 +1,8 @@
 """Which of the fold's rules turned a pod's inputs into a status, found by folding them again. Pure.
 
-The pod's journal is re-folded from its first entry with the fold's own step (streams/fold.py),
-read-only, so every input's effect is the one the live fold had: the versions it produced, or
+The pod's journal is re-folded with the fold's own step (streams/fold.py), from its first entry
+or from the record rebuilt before the entries explained (seed.py), read-only, so every input's
+effect is the one the live fold had: the versions it produced, or
 why it produced none (the status came out equal in the kubelet-owned fields, an illegal
 container transition was dropped, the pod left the config). For a new version, the deciding
 rule is named where one decided it: the phase getPhase computed, a terminal phase kept against
@@ -40,10 +41,11 @@ def refold(
     entries: Sequence[tuple[Position, dict[str, Any]]],
     explain_from: Position,
     limits: HoldLimits = DEFAULT_HOLD,
+    record: PodRecord | None = None,
 ) -> list[Step]:
-    """Fold a pod's journal entries (in journal order, from its first) and explain the steps at
-    or after `explain_from`; earlier steps only rebuild the pod's record."""
-    record: PodRecord | None = None
+    """Fold a pod's journal entries (in journal order) and explain the steps at or after
+    `explain_from`; earlier steps only rebuild the pod's record. The fold starts from `record`:
+    None for entries from the pod's first, or the record before them (seed.py)."""
     steps: list[Step] = []
     for position, entry in entries:
         try:

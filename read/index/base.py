@@ -130,36 +130,37 @@ class AuditIndex(Protocol):
     def close(self) -> None: ...
 
 
-def version_fields(value: bytes) -> dict[str, Any] | None:
+def version_fields(value: bytes | None) -> dict[str, Any] | None:
     """A history value decoded for indexing, or None when it is not one (a tombstone, or bytes
     that are no JSON object with the fields the index needs). Unknown fields are kept as they are."""
     parsed = _object(value)
-    if parsed is None:
+    try:  # exact types (a bool is no number here); a missing field or a non-object raises
+        cause = parsed["cause"]  # type: ignore[index]
+        fields_ok = (
+            type(parsed["uid"]) is str  # type: ignore[index]
+            and type(parsed["version"]) is int  # type: ignore[index]
+            and type(parsed["ts_ms"]) is int  # type: ignore[index]
+            and type(cause["topic"]) is str
+            and type(cause["offset"]) is int
+        )
+    except (KeyError, TypeError):
         return None
-    cause = parsed.get("cause")
-    fields_ok = (
-        isinstance(parsed.get("uid"), str)
-        and isinstance(parsed.get("version"), int)
-        and isinstance(parsed.get("ts_ms"), int)
-        and isinstance(cause, dict)
-        and isinstance(cause.get("topic"), str)
-        and isinstance(cause.get("offset"), int)
-    )
     return parsed if fields_ok else None
 
 
-def entry_fields(value: bytes) -> dict[str, Any] | None:
+def entry_fields(value: bytes | None) -> dict[str, Any] | None:
     """A journal value decoded for indexing, or None when it is not one."""
     parsed = _object(value)
-    if parsed is None:
+    try:
+        fields_ok = (
+            type(parsed["topic"]) is str  # type: ignore[index]
+            and type(parsed["partition"]) is int  # type: ignore[index]
+            and type(parsed["offset"]) is int  # type: ignore[index]
+            and type(parsed["ts_ms"]) is int  # type: ignore[index]
+            and type(parsed["event"]) is dict  # type: ignore[index]
+        )
+    except (KeyError, TypeError):
         return None
-    fields_ok = (
-        isinstance(parsed.get("topic"), str)
-        and isinstance(parsed.get("partition"), int)
-        and isinstance(parsed.get("offset"), int)
-        and isinstance(parsed.get("ts_ms"), int)
-        and isinstance(parsed.get("event"), dict)
-    )
     return parsed if fields_ok else None
 
 
@@ -170,4 +171,4 @@ def _object(value: bytes | None) -> dict[str, Any] | None:
         parsed = orjson.loads(value)
     except orjson.JSONDecodeError:
         return None
-    return parsed if isinstance(parsed, dict) else None
+    return parsed if type(parsed) is dict else None

@@ -5,6 +5,7 @@ exports that fold back into the same history."""
 from __future__ import annotations
 
 import dataclasses
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import pytest
 
 from podledger.read.audit import queries
 from podledger.read.audit.parse import PodRef
-from podledger.read.index import RawRecord, SqliteIndex
+from podledger.read.index import IndexMismatch, RawRecord, SqliteIndex, codec, sqlite
 from podledger.schemas import encode
 from podledger.streams.replay import replay
 from podledger.types import Topic
@@ -177,3 +178,77 @@ def test_an_exported_journal_folds_back_into_the_exported_history(index: SqliteI
     [one] = queries.history(index, PodRef(namespace="default", name="pod-000001"))
     only = list(queries.export(index, Topic.JOURNAL, ref=PodRef(uid=one["uid"])))
     assert only and all(orjson.loads(v)["event"].get("uid", one["uid"]) == one["uid"] for v in only)
+
+
+def test_values_are_stored_compressed_with_dictionaries_learnt_from_them_and_read_back_whole(
+    tmp_path: Path, ingress: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(codec, "TRAIN_SAMPLES", 40)  # small tables learn (and learn again) too
+    monkeypatch.setattr(sqlite, "SERVES_ROWS", (60, 60))
+    idx = SqliteIndex(tmp_path / "audit.sqlite", topics="test")
+    records = fold_records([encode(e.value) for e in ingress])
+    for start in range(0, len(records), 30):
+        idx.add(records[start : start + 30])
+    rows = idx.db.execute("SELECT codec, length(value), id FROM versions ORDER BY id").fetchall()
+    assert rows[0][0] == codec.RAW and len({c for c, _, _ in rows}) >= 3  # raw, then two
+    raw = {
+        (r.partition << 40) | r.offset: len(r.value or b"")
+        for r in records
+        if r.topic == Topic.POD_STATUS_HISTORY
+    }
+    packed = [(size, raw[i]) for c, size, i in rows if c != codec.RAW]
+    assert sum(s for s, _ in packed) * 4 < sum(r for _, r in packed)
+    for topic in (Topic.POD_STATUS_HISTORY, Topic.JOURNAL):
+        assert list(idx.scan(topic)) == [r.value for r in records if r.topic == topic]
+    idx.close()
+    reader = SqliteIndex(tmp_path / "audit.sqlite", read_only=True)
+    for uid, versions in folded_versions(ingress).items():
+        assert [v.value for v in reader.versions(uid)] == versions
+
+
+_FIRST_LAYOUT = """
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE offsets(topic TEXT NOT NULL, partition INTEGER NOT NULL, next INTEGER NOT NULL,
+  PRIMARY KEY(topic, partition));
+CREATE TABLE pods(uid TEXT PRIMARY KEY, namespace TEXT NOT NULL, name TEXT NOT NULL, node TEXT NOT NULL,
+  first_ts_ms INTEGER NOT NULL, last_ts_ms INTEGER NOT NULL);
+CREATE INDEX pods_name ON pods(namespace, name);
+CREATE TABLE versions(id INTEGER PRIMARY KEY, uid TEXT NOT NULL, ts_ms INTEGER NOT NULL, value BLOB NOT NULL);
+CREATE INDEX versions_uid ON versions(uid);
+CREATE TABLE journal(id INTEGER PRIMARY KEY, uid TEXT NOT NULL, ts_ms INTEGER NOT NULL, value BLOB NOT NULL);
+CREATE INDEX journal_uid ON journal(uid);
+INSERT INTO meta VALUES ('topics', 'test'), ('schema', '1');
+"""
+
+
+def test_a_file_of_the_first_layout_is_rewritten_when_opened_for_writing(
+    tmp_path: Path, ingress: list[Any]
+) -> None:
+    path = tmp_path / "audit.sqlite"
+    records = fold_records([encode(e.value) for e in ingress])
+    with sqlite3.connect(path) as old:
+        old.executescript(_FIRST_LAYOUT)
+        for r in records:
+            value = orjson.loads(r.value or b"")
+            table, uid = (
+                ("versions", value["uid"])
+                if r.topic == Topic.POD_STATUS_HISTORY
+                else ("journal", (r.key or b"").decode())
+            )
+            old.execute(f"INSERT INTO {table} VALUES (?,?,?,?)", (r.offset, uid, value["ts_ms"], r.value))
+            if table == "versions":
+                old.execute(
+                    "INSERT OR IGNORE INTO pods VALUES (?,?,?,?,?,?)",
+                    (uid, value["namespace"], value["name"], value["node"], value["ts_ms"], value["ts_ms"]),
+                )
+        old.execute("INSERT INTO offsets VALUES ('journal', 0, 999), ('pod-status-history', 0, 998)")
+    with pytest.raises(IndexMismatch, match="older layout"):
+        SqliteIndex(path, read_only=True)
+    idx = SqliteIndex(path, topics="test")
+    assert idx.offsets() == {(Topic.JOURNAL, 0): 999, (Topic.POD_STATUS_HISTORY, 0): 998}
+    for uid, versions in folded_versions(ingress).items():
+        assert [v.value for v in idx.versions(uid)] == versions
+        assert len(idx.journal(uid)) > 1 and [p.uid for p in idx.identities(uid=uid)] == [uid]
+    tables = {row[0] for row in idx.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert not {t for t in tables if t.startswith("v1_")}
+    assert dict(idx.db.execute("SELECT key, value FROM meta").fetchall())["schema"] == sqlite.SCHEMA_VERSION
