@@ -6,8 +6,9 @@ carries the topic prefix; docs/architecture.md, "Trust boundaries"):
 
 - node agent: writes pod-updates, pleg, probe-results, pod-lifecycle; reads pod-updates,
   pod-lifecycle and pod-status (it replays its partition without a consumer group);
-- fold: reads the four ingress topics, journal and fold-state; writes journal, pod-status,
-  pod-status-history, dead-letter and fold-state; consumer group: the fold's app id;
+- fold: reads the four ingress topics, journal, pod-status-history and fold-state; writes
+  journal, pod-status, pod-status-history, dead-letter and fold-state; consumer group: the
+  fold's app id;
 - sink: reads pod-status and sink-state; writes sink-state and pod-deletions; consumer group
   `<prefix>sink`;
 - consumer: reads pod-status, pod-status-history, pod-deletions and journal; consumer groups whose
@@ -172,7 +173,8 @@ class Principals:
 
 INGRESS = INGRESS_TOPICS
 NODE_READS = (Topic.POD_UPDATES, Topic.POD_LIFECYCLE, Topic.POD_STATUS)
-FOLD_READS = (*INGRESS, Topic.JOURNAL, Topic.FOLD_STATE)
+# pod-status-history too: a worker taking over a partition reads the head of its hash chain there.
+FOLD_READS = (*INGRESS, Topic.JOURNAL, Topic.POD_STATUS_HISTORY, Topic.FOLD_STATE)
 FOLD_WRITES = (Topic.JOURNAL, Topic.POD_STATUS, Topic.POD_STATUS_HISTORY, Topic.DEAD_LETTER, Topic.FOLD_STATE)
 SINK_READS = (Topic.POD_STATUS, Topic.SINK_STATE)
 SINK_WRITES = (Topic.SINK_STATE, Topic.POD_DELETIONS)

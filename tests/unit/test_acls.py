@@ -46,6 +46,7 @@ ROLE_GRANTS = [
             "User:n READ topic pl.probe-results",
             "User:n READ topic pl.pod-lifecycle",
             "User:n READ topic pl.journal",
+            "User:n READ topic pl.pod-status-history",
             "User:n READ topic pl.fold-state",
             "User:n WRITE topic pl.journal",
             "User:n WRITE topic pl.pod-status",
