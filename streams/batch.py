@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from podledger.partitioner import partition_for_node
-from podledger.schemas import chain, cloud_events, encode, from_dict, models
+from podledger.schemas import chain, cloud_events, from_dict, models
 from podledger.schemas.origin import Forged, Headers, Proof, claimed, verify
 from podledger.streams.fold import (
     Coordinates,
@@ -46,12 +46,6 @@ from podledger.streams.fold import (
 from podledger.types import Topic
 
 MARKER_PREFIX = b"\x00journal:"  # table keys of the per-partition journal markers; no UID starts so
-
-# The version of the fold rules (streams/fold.py, status.py, status_manager.py), named on every
-# status version. Bump it whenever the rules give other outputs for the same journal: `podledger
-# verify` re-folds a version only with the rules that made it, and tests/unit/test_rules_version.py
-# keeps the digest of the offline fold of a fixed workload for each rules version.
-RULES_VERSION = 1
 
 _VERSIONS = (Topic.POD_STATUS, Topic.POD_STATUS_HISTORY)
 CHAINED = (Topic.JOURNAL, Topic.POD_STATUS_HISTORY)  # the audit trail: hash-chained per partition
@@ -113,20 +107,6 @@ class Batch:
     outputs: list[tuple[int, Output]] = field(default_factory=list)
     changed: dict[bytes, tuple[int, PodRecord | None]] = field(default_factory=dict)
     newest: dict[int, int] = field(default_factory=dict)  # partition -> newest pod-updates event time
-
-
-def name_rules(outputs: list[Output]) -> None:
-    """Name the rules version on the versions among `outputs` that do not name one yet. A version
-    goes to pod-status and pod-status-history as one value: it is encoded again once, for both."""
-    named: dict[int, bytes] = {}
-    for out in outputs:
-        if out.topic not in _VERSIONS or out.value is None:
-            continue
-        if out.value.rules is None:
-            out.value.rules = RULES_VERSION
-            named[id(out.value)] = encode(out.value)
-        if id(out.value) in named:
-            out.encoded = named[id(out.value)]
 
 
 class BatchFold:
@@ -208,7 +188,6 @@ class BatchFold:
         before = self.record(key)
         try:
             record, outputs = fold_event(before, at, event, self.limits, proof)
-            name_rules(outputs)
             for out in outputs:  # a status the wire cannot carry (an integer past 64 bits) is poison too
                 out.wire_value()
         except Exception as exc:  # poison: parked with its coordinates, the batch goes on

@@ -19,6 +19,12 @@ from podledger.streams import status as status_gen
 from podledger.streams import status_manager
 from podledger.types import JSONDict, LifecycleKind, PodOp, RuntimeSnapshot, Topic
 
+# The version of the fold rules (this module, status.py, status_manager.py), named on every status
+# version. Bump it whenever the rules give other outputs for the same journal: `podledger verify`
+# re-folds a version only with the rules that made it, and tests/unit/test_rules_version.py keeps
+# the digest of the offline fold of a fixed workload for each rules version.
+RULES_VERSION = 1
+
 
 class PodRecord(TypedDict, total=False):
     """The fold's state of one pod. A pod not announced yet has only uid, pod=None, held, applied."""
@@ -369,6 +375,7 @@ def _publish_version(record: PodRecord, kind: str, at: Coordinates) -> list[Outp
         deleting=bool(record["pod"]["metadata"].get("deletionTimestamp")),
         cause=models.Cause(kind, at.topic, at.partition, at.offset, at.ts_ms),
         ts_ms=at.ts_ms,
+        rules=RULES_VERSION,
     )
     encoded = encode(value)  # one value on two topics: encoded once
     return [

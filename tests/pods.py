@@ -112,6 +112,35 @@ def running_status(ready: str = "True", container_name: str = "main", image: str
     }
 
 
+def runtime_container(
+    container_id: str,
+    name: str,
+    image: str,
+    state: str,
+    *,
+    exit_code: int | None = None,
+    restarts: int = 0,
+    stamp: str = "2024-05-01T14:02:00Z",
+) -> JSONDict:
+    """One container of a runtime snapshot (a pleg event's), started and, if `state` is "exited",
+    finished at `stamp` with reason Error."""
+    exited = state == "exited"
+    return {
+        "id": container_id,
+        "name": name,
+        "image": image,
+        "image_id": "",
+        "state": state,
+        "exit_code": exit_code,
+        "reason": "Error" if exited else None,
+        "message": None,
+        "created_at": stamp,
+        "started_at": stamp,
+        "finished_at": stamp if exited else None,
+        "restart_count": restarts,
+    }
+
+
 OOM_KILLED = {
     "exitCode": 137,
     "reason": "OOMKilled",

@@ -42,20 +42,15 @@ class Story:
 
     def runtime(self, state: str, exit_code: int | None = None) -> dict[str, Any]:
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        worker = {
-            "id": f"{self.uid}-worker-{self.restarts}",
-            "name": "worker",
-            "image": "busybox",
-            "image_id": "",
-            "state": state,
-            "exit_code": exit_code,
-            "reason": "Error" if state == "exited" else None,
-            "message": None,
-            "created_at": stamp,
-            "started_at": stamp,
-            "finished_at": stamp if state == "exited" else None,
-            "restart_count": self.restarts,
-        }
+        worker = pods.runtime_container(
+            f"{self.uid}-worker-{self.restarts}",
+            "worker",
+            "busybox",
+            state,
+            exit_code=exit_code,
+            restarts=self.restarts,
+            stamp=stamp,
+        )
         return {"containers": [worker], "ips": ["10.0.0.7"], "runtime_type": "process", "sandbox": None}
 
     def started(self, ts: int) -> IngressEvent:

@@ -16,23 +16,11 @@ T0 = 1_714_572_120_000
 
 
 def snapshot(state: str, *, exit_code: int | None = None, restarts: int = 0, at: int = T0) -> dict[str, Any]:
-    stamp = "2024-05-01T14:02:00Z"
     return {
         "containers": [
-            {
-                "id": f"c{restarts}",
-                "name": "worker",
-                "image": "busybox",
-                "image_id": "",
-                "state": state,
-                "exit_code": exit_code,
-                "reason": "Error" if state == "exited" else None,
-                "message": None,
-                "created_at": stamp,
-                "started_at": stamp,
-                "finished_at": stamp if state == "exited" else None,
-                "restart_count": restarts,
-            }
+            pods.runtime_container(
+                f"c{restarts}", "worker", "busybox", state, exit_code=exit_code, restarts=restarts
+            )
         ],
         "ips": ["10.0.0.7"],
         "runtime_type": "process",

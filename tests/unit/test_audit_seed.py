@@ -19,6 +19,7 @@ from podledger.schemas import models, to_dict
 from podledger.streams.fold import Coordinates, PodRecord, fold_event
 from podledger.types import Topic
 from podledger.workload import make_pod, workload
+from tests import pods
 
 NODE = "node-000"
 T0 = 1_714_572_000_000
@@ -29,21 +30,9 @@ def json(value: Any) -> Any:
 
 
 def runtime(uid: str, state: str, restarts: int, exit_code: int | None = None) -> dict[str, Any]:
-    stamp = "2024-05-01T14:02:00Z"
-    container = {
-        "id": f"sim://{uid}-app-{restarts}",
-        "name": "app",
-        "image": "example/app:1",
-        "image_id": "",
-        "state": state,
-        "exit_code": exit_code,
-        "reason": "Error" if state == "exited" else None,
-        "message": None,
-        "created_at": stamp,
-        "started_at": stamp,
-        "finished_at": stamp if state == "exited" else None,
-        "restart_count": restarts,
-    }
+    container = pods.runtime_container(
+        f"sim://{uid}-app-{restarts}", "app", "example/app:1", state, exit_code=exit_code, restarts=restarts
+    )
     return {
         "containers": [container],
         "ips": ["10.0.0.7"],

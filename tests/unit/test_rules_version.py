@@ -1,5 +1,5 @@
 """The rules version guard: the offline fold of a fixed input has one recorded digest per version of
-the fold rules (streams.batch.RULES_VERSION). A change to fold.py, status.py or status_manager.py
+the fold rules (streams.fold.RULES_VERSION). A change to fold.py, status.py or status_manager.py
 that changes any output without bumping RULES_VERSION fails here, because `podledger verify`
 would then call every version written by the old rules a mismatch, and the new ones forgeries."""
 
@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from podledger.schemas import encode, models
-from podledger.streams.batch import RULES_VERSION
+from podledger.streams.fold import RULES_VERSION
 from podledger.streams.replay import replay
 from podledger.types import LifecycleKind, PlegEventType, PodOp, Topic
 from podledger.workload import IngressEvent, workload
@@ -106,6 +106,6 @@ def test_the_offline_fold_of_the_fixed_input_has_the_digest_recorded_for_this_ru
     assert RULES_VERSION in RULES_DIGESTS, f"record RULES_DIGESTS[{RULES_VERSION}] = {digest!r}"
     assert digest == RULES_DIGESTS[RULES_VERSION], (
         f"the fold's outputs changed under rules version {RULES_VERSION} (digest now {digest}). If the"
-        " rules changed on purpose, bump streams.batch.RULES_VERSION and record the new digest;"
+        " rules changed on purpose, bump streams.fold.RULES_VERSION and record the new digest;"
         " otherwise the change altered what the rules give."
     )

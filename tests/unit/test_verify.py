@@ -13,8 +13,8 @@ import pytest
 from podledger.read.audit.verify import Counts, Divergence, PartitionAudit, differences, divergence_lines
 from podledger.schemas import chain, encode
 from podledger.schemas.chain import GENESIS, Verdict
-from podledger.streams.batch import RULES_VERSION, BatchFold, seal
-from podledger.streams.fold import Coordinates, HoldLimits
+from podledger.streams.batch import BatchFold, seal
+from podledger.streams.fold import RULES_VERSION, Coordinates, HoldLimits
 from podledger.workload import workload
 from tests.support import run_podledger
 
