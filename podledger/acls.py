@@ -6,13 +6,14 @@ carries the topic prefix; docs/architecture.md, "Trust boundaries"):
 
 - node agent: writes pod-updates, pleg, probe-results, pod-lifecycle; reads pod-updates,
   pod-lifecycle and pod-status (it replays its partition without a consumer group);
-- fold: reads the four ingress topics, journal, pod-status-history and fold-state; writes
-  journal, pod-status, pod-status-history, dead-letter and fold-state; consumer group: the
-  fold's app id;
+- fold: reads the four ingress topics, journal, pod-status-history, fold-state and
+  pod-status-watermarks; writes journal, pod-status, pod-status-history, dead-letter, fold-state
+  and pod-status-watermarks; consumer group: the fold's app id;
 - sink: reads pod-status and sink-state; writes sink-state and pod-deletions; consumer group
   `<prefix>sink`;
-- consumer: reads pod-status, pod-status-history, pod-deletions and journal; consumer groups whose
-  id starts with the consumer group prefix (never the fold's or the sink's).
+- consumer: reads pod-status, pod-status-history, pod-deletions, journal and
+  pod-status-watermarks; consumer groups whose id starts with the consumer group prefix (never the
+  fold's or the sink's).
 
 Each Faust worker also joins the consumer group named after its app id and declares (creates if
 missing) and reads its leader topic `<app id>-__assignor-__leader`: the fold's app id is
@@ -173,12 +174,32 @@ class Principals:
 
 INGRESS = INGRESS_TOPICS
 NODE_READS = (Topic.POD_UPDATES, Topic.POD_LIFECYCLE, Topic.POD_STATUS)
-# pod-status-history too: a worker taking over a partition reads the head of its hash chain there.
-FOLD_READS = (*INGRESS, Topic.JOURNAL, Topic.POD_STATUS_HISTORY, Topic.FOLD_STATE)
-FOLD_WRITES = (Topic.JOURNAL, Topic.POD_STATUS, Topic.POD_STATUS_HISTORY, Topic.DEAD_LETTER, Topic.FOLD_STATE)
+# pod-status-history too: a worker taking over a partition reads the head of its hash chain there;
+# and pod-status-watermarks, where it finds the last watermark of a partition it takes over.
+FOLD_READS = (
+    *INGRESS,
+    Topic.JOURNAL,
+    Topic.POD_STATUS_HISTORY,
+    Topic.FOLD_STATE,
+    Topic.POD_STATUS_WATERMARKS,
+)
+FOLD_WRITES = (
+    Topic.JOURNAL,
+    Topic.POD_STATUS,
+    Topic.POD_STATUS_HISTORY,
+    Topic.DEAD_LETTER,
+    Topic.FOLD_STATE,
+    Topic.POD_STATUS_WATERMARKS,
+)
 SINK_READS = (Topic.POD_STATUS, Topic.SINK_STATE)
 SINK_WRITES = (Topic.SINK_STATE, Topic.POD_DELETIONS)
-CONSUMER_READS = (Topic.POD_STATUS, Topic.POD_STATUS_HISTORY, Topic.POD_DELETIONS, Topic.JOURNAL)
+CONSUMER_READS = (
+    Topic.POD_STATUS,
+    Topic.POD_STATUS_HISTORY,
+    Topic.POD_DELETIONS,
+    Topic.JOURNAL,
+    Topic.POD_STATUS_WATERMARKS,
+)
 
 
 def _user(name: str) -> str:

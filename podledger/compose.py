@@ -176,10 +176,17 @@ def run_pipeline(
     if on_status is not None:
         show = on_status
 
-        async def show_status(_: Pipeline, vs: Any) -> None:
-            show(vs)
+        async def show_status(_: Pipeline) -> None:
+            # Through the consumer client, as any other service reads statuses: the pods listed
+            # from pod-status, then each new version as it arrives.
+            from podledger.read.client import ChangeType, watch_pods
 
-        pipeline.add_agent(Topic.POD_STATUS_HISTORY, show_status)
+            async for change in watch_pods(settings, desired=False):
+                if change.type in (ChangeType.LISTED, ChangeType.ADDED, ChangeType.MODIFIED):
+                    assert change.status is not None
+                    show(change.status)
+
+        pipeline.add_task(show_status)
 
     worker = faust.Worker(
         pipeline.app,

@@ -71,6 +71,7 @@ class Settings:
     hold_max_ms: int = 60_000  # longest an event waits for its pod's announcement (event time)
     fold_batch_size: int = 500  # events folded per batch (outputs acknowledged once per batch)
     fold_batch_ms: int = 20  # longest wait to fill a batch
+    watermark_ms: int = 1000  # how often the fold publishes its watermarks (docs/guarantees.md)
     session_timeout_ms: int = 10_000  # a worker that stops heartbeating loses its partitions after this
     sink_qps: float = 50.0
     sink_burst: int = 100
@@ -240,6 +241,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "hold_max_ms": (0, 86_400_000),
     "fold_batch_size": (1, 100_000),
     "fold_batch_ms": (0, 60_000),
+    "watermark_ms": (100, 3_600_000),
     "session_timeout_ms": (6_000, 1_800_000),  # the broker's default group session limits
     "sink_qps": (0.1, 100_000),
     "sink_burst": (1, 100_000),

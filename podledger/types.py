@@ -61,6 +61,7 @@ class Topic(StrEnum):
     DEAD_LETTER = "dead-letter"
     FOLD_STATE = "fold-state"
     SINK_STATE = "sink-state"
+    POD_STATUS_WATERMARKS = "pod-status-watermarks"
 
 
 INGRESS_TOPICS: tuple[Topic, ...] = (

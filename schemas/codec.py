@@ -31,6 +31,7 @@ MODELS: dict[str, type[Any]] = {
     Topic.POD_STATUS_HISTORY: models.VersionedPodStatus,
     Topic.POD_DELETIONS: models.PodDeletion,
     Topic.DEAD_LETTER: models.DeadLetter,
+    Topic.POD_STATUS_WATERMARKS: models.Watermark,
 }
 # pod-status-history carries the same value as pod-status, one message per version.
 _SCHEMA_FILE = {name: name for name in MODELS} | {Topic.POD_STATUS_HISTORY: Topic.POD_STATUS}

@@ -161,3 +161,16 @@ class DeadLetter:
     ts_ms: int
     value_size: int | None = None  # set when value_b64 holds only a prefix: the original's length
     value_sha256: str | None = None  # ... and its SHA-256 (hex)
+
+
+@dataclass(slots=True)
+class Watermark:
+    """pod-status-watermarks: how far the fold has applied the inputs of one partition (key: the
+    partition number). Times are the broker's: ingress topics are stamped at append time."""
+
+    partition: int
+    # Every ingress record of the partition stamped at or before t_ms has been applied, and the
+    # versions it caused are on pod-status-history. None: nothing promised yet.
+    t_ms: int | None
+    offsets: dict[str, int]  # per ingress topic, the next offset to apply: all records before it are
+    held_ms: int | None = None  # the oldest input waiting for its pod's announcement; it bounds t_ms

@@ -33,10 +33,12 @@ from podledger.keys import load_keyring
 from podledger.partitioner import partition_for_node
 from podledger.paths import cache_dir
 from podledger.schemas import DecodeError, cloud_events, decode, encode
-from podledger.streams.batch import Batch, BatchFold, seal
+from podledger.streams.batch import Batch, BatchFold, marker_key, seal
 from podledger.streams.fold import Coordinates, HoldLimits, Output, PodRecord
 from podledger.streams.state import FoldState
 from podledger.streams.topics import ALL_TOPICS
+from podledger.streams.watermark import oldest_held
+from podledger.streams.watermark_publisher import WatermarkPublisher
 from podledger.types import INGRESS_TOPICS, Topic
 
 log = logging.getLogger(__name__)
@@ -113,8 +115,10 @@ class Pipeline:
         # What the fold has done, for /metrics: events folded, versions, dead letters by reason.
         self.counts: Counter[tuple[str, str]] = Counter()
         self.app.on_before_shutdown.connect(self._stop_output_producer)
+        self.watermarks = WatermarkPublisher(settings)
         if fold:
             self.app.on_partitions_revoked.connect(self._on_revoked)
+            self.add_task(self._publish_watermarks)
             ingress = self.app.topic(
                 *(settings.topic(name) for name in INGRESS_TOPICS),
                 key_type=bytes,
@@ -204,6 +208,7 @@ class Pipeline:
                     fold.add_message(at, event.key, event.value, message.headers or ())
                 fold.expire_held(self._waiting)
                 await self._commit(fold.batch, inputs=folded)
+                self.watermarks.stored((e.message for e in events), self._held(), self._recovered)
         finally:
             await self._stop_output_producer()
 
@@ -328,6 +333,8 @@ class Pipeline:
             await consumer.stop()
         log.info("partition %d: restored %d records", partition, pods)
         self._recovered.add(partition)
+        marker = self.state.data.get(marker_key(partition))
+        self.watermarks.restored(partition, marker, self._held().get(partition))
 
     async def _on_revoked(self, *args: Any, **kwargs: Any) -> None:
         # Another worker may change these partitions' records before they come back to us.
@@ -335,6 +342,23 @@ class Pipeline:
             self.state.forget(partition)
         self._recovered.clear()
         self._heads.clear()  # another worker extends the chains meanwhile: read again on restore
+        self.watermarks.forget()
+
+    def _held(self) -> dict[int, int]:
+        """Per partition, the oldest input held for a pod not announced yet (bounds the watermark)."""
+        return oldest_held(self.state.data.get(key) for key in self._waiting)
+
+    async def _publish_watermarks(self, _: Pipeline) -> None:
+        """Every PODLEDGER_WATERMARK_MS, the watermark of each owned partition (streams/watermark.py)."""
+
+        def owned() -> set[int]:
+            try:
+                assigned = self.app.consumer.assignment()
+            except Exception:  # not started, or between assignments
+                return set()
+            return {tp.partition for tp in assigned if tp.topic in self._by_kafka_name}
+
+        await self.watermarks.run(owned)
 
     async def _send(self, out: Output, partition: int) -> asyncio.Future[Any]:
         """Start sending one output now; returns its delivery (RecordMetadata) to await.

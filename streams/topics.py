@@ -26,6 +26,7 @@ class TopicSpec:
     cleanup: str  # "delete" or "compact"
     retention_ms: int  # -1 keeps forever
     purpose: str
+    extra: tuple[tuple[str, str], ...] = ()  # further topic configs, as (name, value)
 
     def configs(self, replication_factor: int = 1) -> dict[str, str]:
         configs = {
@@ -38,22 +39,43 @@ class TopicSpec:
         if self.cleanup == "compact":
             # Tombstones stay a day so a consumer that lags less than that still sees them.
             configs["delete.retention.ms"] = str(DAY_MS)
-        return configs
+        return configs | dict(self.extra)
 
+
+# The broker stamps a record when it appends it, whatever the writer set: the stamps of a partition
+# then rise with its offsets on one clock nobody can forge, which the watermark needs
+# (streams/watermark.py); the fold's event time (held events, transition times) is that stamp too.
+BROKER_TIME = (("message.timestamp.type", "LogAppendTime"),)
+# The watermarks topic gets one record per partition per tick: small segments let compaction keep
+# it at one record a key instead of a week of them.
+WATERMARK_SEGMENTS = (("segment.ms", str(3_600_000)),)
 
 # "Long retention" (pod-updates, journal, history) is 90 days: the audit window. Transient
 # channels keep a week, enough to replay after an outage of the consumers.
 TOPICS: tuple[TopicSpec, ...] = (
-    TopicSpec(Topic.POD_UPDATES, "delete", 90 * DAY_MS, "pod config changes from the sources"),
-    TopicSpec(Topic.PLEG, "delete", 7 * DAY_MS, "PLEG events with the runtime snapshot"),
-    TopicSpec(Topic.PROBE_RESULTS, "delete", 7 * DAY_MS, "changed probe results"),
+    TopicSpec(Topic.POD_UPDATES, "delete", 90 * DAY_MS, "pod config changes from the sources", BROKER_TIME),
+    TopicSpec(Topic.PLEG, "delete", 7 * DAY_MS, "PLEG events with the runtime snapshot", BROKER_TIME),
+    TopicSpec(Topic.PROBE_RESULTS, "delete", 7 * DAY_MS, "changed probe results", BROKER_TIME),
     # As long as pod-updates: a restarted node agent replays both to know which pods it finished.
-    TopicSpec(Topic.POD_LIFECYCLE, "delete", 90 * DAY_MS, "pod worker facts: sync results, termination"),
+    TopicSpec(
+        Topic.POD_LIFECYCLE,
+        "delete",
+        90 * DAY_MS,
+        "pod worker facts: sync results, termination",
+        BROKER_TIME,
+    ),
     TopicSpec(Topic.JOURNAL, "delete", 90 * DAY_MS, "input events in the order the fold applied them"),
     TopicSpec(Topic.POD_STATUS, "compact", -1, "latest versioned status per pod"),
     TopicSpec(Topic.POD_STATUS_HISTORY, "delete", 90 * DAY_MS, "every status version with its cause"),
     TopicSpec(Topic.POD_DELETIONS, "delete", 7 * DAY_MS, "pods the sink deleted from the apiserver"),
     TopicSpec(Topic.DEAD_LETTER, "delete", 30 * DAY_MS, "rejected input with reason and coordinates"),
+    TopicSpec(
+        Topic.POD_STATUS_WATERMARKS,
+        "compact",
+        -1,
+        "per partition, the time up to which every input has been applied",
+        BROKER_TIME + WATERMARK_SEGMENTS,
+    ),
 )
 # Topics only podledger reads: their values are no public contract.
 INTERNAL_TOPICS: tuple[TopicSpec, ...] = (

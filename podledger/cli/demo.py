@@ -94,7 +94,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             "  mirror pods: the static pods appear in the apiserver too (kubectl get pods -o wide)\n"
             "  try:         curl http://127.0.0.1:18081/toggle   flips the flip pod's readiness\n"
             "  stop:        Ctrl-C (or SIGTERM); the demo's containers stop with it\n\n"
-            "Each line is a new status version, as published to pod-status-history:",
+            "Each line is a pod's status version, read from pod-status through podledger.read.client:",
             flush=True,
         )
         compose.run_pipeline(

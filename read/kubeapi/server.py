@@ -24,11 +24,12 @@ from podledger.config import Settings
 from podledger.read.client.position import InvalidToken, decode_position
 from podledger.read.client.select import PodFilter, SelectorError
 from podledger.read.kubeapi import objects
-from podledger.read.kubeapi.history import PastPods
+from podledger.read.kubeapi.history import PastAnswer, PastPods
 from podledger.read.kubeapi.ledger import Ledger
 from podledger.read.kubeapi.served import PodDoc, pod_list_chunks, selected, table_chunks
 from podledger.read.kubeapi.table import Clock
 from podledger.read.kubeapi.watch import serve_watch
+from podledger.schemas.cloud_events import rfc3339_ms
 from podledger.types import JSONDict
 
 log = logging.getLogger(__name__)
@@ -149,26 +150,47 @@ class KubeApi:
         now_ms = int(_now_s() * 1000)
         if moment_ms > now_ms:
             return failure(objects.bad_request("that moment is in the future"))
-        docs = selected(await self.past.at(moment_ms, now_ms), pod_filter)
-        return await _answer(request, docs, "", name, gv, include)
+        answer = await self.past.at(moment_ms)
+        docs = selected(answer.docs, pod_filter)
+        return await _answer(request, docs, "", name, gv, include, past_headers(answer))
+
+
+def past_headers(answer: PastAnswer) -> dict[str, str]:
+    """Whether a past answer is complete (docs/guarantees.md, "Completeness: the watermark"):
+    `Podledger-Complete`, `Podledger-Watermark`, and when it is not, a warning kubectl prints."""
+    mark = "none" if answer.watermark_ms is None else rfc3339_ms(answer.watermark_ms)
+    headers = {"Podledger-Complete": str(answer.complete).lower(), "Podledger-Watermark": mark}
+    if not answer.complete:
+        why = f"the ledger has applied every input only up to {mark}"
+        headers["Warning"] = f'299 - "incomplete: {why}; versions may still be added to this moment"'
+    return headers
 
 
 async def _answer(
-    request: web.Request, docs: list[PodDoc], rv: str, name: str | None, gv: str | None, include: str
+    request: web.Request,
+    docs: list[PodDoc],
+    rv: str,
+    name: str | None,
+    gv: str | None,
+    include: str,
+    headers: dict[str, str] | None = None,
 ) -> web.StreamResponse:
     """A get (`name`: the one pod, or 404) or a list of `docs`, as objects or as a Table. A list
     is streamed in chunks of the pods' ready JSON: no 40 MB string for 100,000 pods."""
+    headers = headers or {}
     if name is not None and not docs:
-        return failure(objects.not_found(name))
+        missing = failure(objects.not_found(name))
+        missing.headers.update(headers)
+        return missing
     if request.method == "HEAD":  # the headers alone: a streamed body would follow them regardless
-        return web.Response(content_type="application/json")
+        return web.Response(content_type="application/json", headers=headers)
     if name is not None and gv is None:
-        return web.Response(body=docs[0].json, content_type="application/json")
+        return web.Response(body=docs[0].json, content_type="application/json", headers=headers)
     if gv is None:
         written = pod_list_chunks(docs, rv)
     else:
         written = table_chunks(docs[:1] if name is not None else docs, rv, gv, include, Clock(_now_s()))
-    response = web.StreamResponse(headers={"Content-Type": "application/json"})
+    response = web.StreamResponse(headers={"Content-Type": "application/json", **headers})
     response.enable_chunked_encoding()
     await response.prepare(request)
     for chunk in written:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import dataclasses
+import time
 from pathlib import Path
 
 import orjson
@@ -61,7 +62,9 @@ def test_live_fold_and_offline_fold_of_its_journal_agree_and_bad_input_is_dead_l
     for topic, value in bad:
         asyncio.run(send_raw(settings, topic, node, b"bad-key", value, ts))
     asyncio.run(produce(settings, rest))
-    # A later pod-update on the stranger's partition passes it by: it is given up.
+    # A later pod-update on the stranger's partition passes it by: it is given up. The broker stamps
+    # ingress records (LogAppendTime), so the hold limit has to pass for real.
+    time.sleep(2.5)
     src = next(e for e in events if e.node == node and e.topic == "pod-updates")
     late = dataclasses.replace(src.value, ts_ms=rest[-1].ts_ms + 5000)
     asyncio.run(send_raw(settings, src.topic, node, src.key.encode(), encode(late), late.ts_ms))

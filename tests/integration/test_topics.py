@@ -26,6 +26,7 @@ EXPECTED_CLEANUP = {
     "dead-letter": "delete",
     "fold-state": "compact",
     "sink-state": "compact",
+    "pod-status-watermarks": "compact",
 }
 
 

@@ -60,6 +60,7 @@ EXAMPLES: dict[str, Any] = {
     "dead-letter": models.DeadLetter(
         "schema", "pod-updates: missing field 'op'", "pod-updates", 0, 3, None, "e30=", 11
     ),
+    "pod-status-watermarks": models.Watermark(2, 1_700_000_000_500, {"pleg": 12, "pod-updates": 4}, None),
 }
 
 
