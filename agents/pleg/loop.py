@@ -2,6 +2,10 @@
 
 Each event goes out with the pod's runtime snapshot, so the fold never has to ask the runtime
 anything. Observers (benchmarks) see each relist's timings through `on_relist`.
+
+The node agent's pod workers and prober share this event loop, so a relist never holds it for long:
+the diff touches only pods whose snapshot changed (relist.relist_changes), and events are queued in
+chunks with a yield to the loop between them, then acknowledged together.
 """
 
 from __future__ import annotations
@@ -16,8 +20,9 @@ from typing import Any, cast
 from podledger.agents.pleg.relist import (
     RELIST_PERIOD_S,
     PodLifecycleEvent,
+    Relisted,
     RelistHealth,
-    relist_events,
+    relist_changes,
 )
 from podledger.agents.runtime.base import Runtime
 from podledger.schemas import models
@@ -25,15 +30,20 @@ from podledger.types import JSONDict, RuntimeSnapshot
 
 log = logging.getLogger(__name__)
 
+# Events queued between two yields to the event loop: queueing one costs tens of microseconds, so a
+# chunk holds the loop for a few milliseconds at most.
+QUEUE_CHUNK = 128
+
 
 @dataclass(frozen=True, slots=True)
 class RelistTiming:
     """One relist: seconds spent listing and diffing alone, seconds up to its events' acknowledgement,
-    and how many events it published."""
+    how many events it published, and seconds until they were all queued (before the acknowledgement)."""
 
     list_s: float
     total_s: float
     published: int
+    queued_s: float = 0.0
 
 
 class Pleg:
@@ -59,7 +69,9 @@ class Pleg:
         self.period_s = period_s
         self.clock = clock
         self.health = RelistHealth()
-        self.previous: dict[str, RuntimeSnapshot] = {}
+        # The last relist whose events were all acknowledged: a relist that fails is diffed again
+        # from here, so its events are published again.
+        self.previous = Relisted()
         self.on_relist = on_relist
 
     async def relist_once(self) -> list[PodLifecycleEvent]:
@@ -67,13 +79,15 @@ class Pleg:
         now = self.clock()
         started = time.perf_counter()
         current = self.runtime.relist(now)
-        events = relist_events(self.previous, current)
+        events, relisted = relist_changes(self.previous, current)
         listed = time.perf_counter()
         ts_ms = int(now * 1000)
         empty: RuntimeSnapshot = {"containers": [], "ips": []}
         deliveries = []
         published = 0
-        for event in events:
+        for n, event in enumerate(events):
+            if n and n % QUEUE_CHUNK == 0:
+                await asyncio.sleep(0)  # let the pod workers and the prober run between chunks
             if not self.wanted(event.pod_uid):
                 continue
             snapshot = current.get(event.pod_uid) or empty
@@ -85,11 +99,13 @@ class Pleg:
             published += 1
             if delivery is not None:
                 deliveries.append(delivery)
+        queued = time.perf_counter()
         # A relist's events are queued one after another and acknowledged together, in shared batches.
         await asyncio.gather(*deliveries)
         if self.on_relist is not None:
-            self.on_relist(RelistTiming(listed - started, time.perf_counter() - started, published))
-        self.previous = current
+            done = time.perf_counter()
+            self.on_relist(RelistTiming(listed - started, done - started, published, queued - started))
+        self.previous = relisted
         self.health.record_relist(now)
         return events
 

@@ -2,12 +2,17 @@
 
 Two consecutive relists go in as plain snapshots and the pod lifecycle events come out, so the diff
 can be replayed and tested without a runtime. The relist loop is agents.pleg.loop.
+
+`relist_events` is the plain diff: it compares every container of every pod. `relist_changes` is
+the one the loop runs: it remembers each pod's states as a tuple, skips a pod whose snapshot is the
+very object of the last relist (runtimes hand out a pod's snapshot again while it is unchanged), and
+builds events only for pods whose states differ; its events equal the plain diff's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from podledger.agents.worker.lifecycle import format_go_duration
@@ -127,6 +132,65 @@ def relist_events(
                 if event.type != PlegEventType.CONTAINER_CHANGED
             )
     return events
+
+
+PodStates = tuple[tuple[str, str], ...]
+"""One pod's containers and sandboxes as (ID, PLEG state) pairs sorted by ID: all the relist compares."""
+
+_NOT_LISTED = object()  # a pod absent from a relist (None is a valid snapshot: no containers)
+
+
+def pod_states(snapshot: Mapping[str, Any] | None) -> PodStates:
+    """The PLEG states of one pod snapshot; two snapshots with equal states yield no events between them."""
+    return tuple(sorted((cid, pleg_state(state)) for cid, state in _states(snapshot).items()))
+
+
+def pod_events(pod_uid: str, before: PodStates, after: PodStates) -> list[PodLifecycleEvent]:
+    """The events of one pod between two relists' states, in container ID order (as relist_events)."""
+    old, new = dict(before), dict(after)
+    events: list[PodLifecycleEvent] = []
+    for cid in sorted(old.keys() | new.keys()):
+        for event in generate_events(
+            pod_uid, cid, old.get(cid, PLEG_NON_EXISTENT), new.get(cid, PLEG_NON_EXISTENT)
+        ):
+            if event.type != PlegEventType.CONTAINER_CHANGED:
+                events.append(event)
+    return events
+
+
+@dataclass(frozen=True, slots=True)
+class Relisted:
+    """What the PLEG keeps of its last relist: each pod's snapshot (as listed) and its states."""
+
+    snapshots: Mapping[str, Mapping[str, Any] | None] = field(default_factory=dict)
+    states: Mapping[str, PodStates] = field(default_factory=dict)
+
+
+def relist_changes(
+    previous: Relisted, current: Mapping[str, Mapping[str, Any] | None]
+) -> tuple[list[PodLifecycleEvent], Relisted]:
+    """The events between the last relist and `current`, equal to relist_events(previous.snapshots,
+    current), and what to keep for the next relist.
+
+    A pod listed with the same snapshot object as last time is unchanged (snapshots are read-only once
+    listed), so it costs a lookup; any other pod costs its states tuple and one tuple comparison, and
+    only pods whose states differ are diffed container by container.
+    """
+    old_snapshots, old_states = previous.snapshots, previous.states
+    states: dict[str, PodStates] = {}
+    changed: list[str] = []
+    for pod_uid, snapshot in current.items():
+        if old_snapshots.get(pod_uid, _NOT_LISTED) is snapshot:
+            states[pod_uid] = old_states[pod_uid]
+            continue
+        after = states[pod_uid] = pod_states(snapshot)
+        if after != old_states.get(pod_uid, ()):
+            changed.append(pod_uid)
+    changed.extend(pod_uid for pod_uid in old_states if pod_uid not in states)  # gone from the runtime
+    events: list[PodLifecycleEvent] = []
+    for pod_uid in sorted(changed):
+        events.extend(pod_events(pod_uid, old_states.get(pod_uid, ()), states.get(pod_uid, ())))
+    return events, Relisted(current, states)
 
 
 def events_by_pod(events: Iterable[PodLifecycleEvent]) -> dict[str, list[PodLifecycleEvent]]:

@@ -102,5 +102,9 @@ class Runtime(Protocol):
         ...
 
     def relist(self, now: float) -> dict[str, RuntimeSnapshot]:
-        """{pod uid: snapshot} for every known pod; synchronous and cheap (called every second)."""
+        """{pod uid: snapshot} for every known pod; synchronous and cheap (called every second).
+
+        The mapping is the caller's. A snapshot is never changed once returned, so a runtime may hand
+        out the same object again while the pod is unchanged, and the PLEG skips such a pod without
+        reading it (agents.pleg.relist.relist_changes); a changed pod needs a new object."""
         ...

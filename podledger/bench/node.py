@@ -5,10 +5,12 @@ its `on_relist` hook."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import random
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from podledger.agents.node import NodeAgent
 from podledger.agents.pleg import RelistTiming
@@ -21,6 +23,8 @@ from podledger.schemas import models
 from podledger.streams.topics import ensure_topics
 from podledger.types import PodOp, Topic
 
+WARMUP_RELISTS = 3  # relists completed after every pod is in the runtime before measuring
+
 
 @dataclass
 class NodeFigures:
@@ -31,6 +35,10 @@ class NodeFigures:
     cpu_pct: float = 0.0
     restarts: int = 0
     listings: list[float] | None = None
+    startup: list[float] | None = None  # relists up to the steady state, every pod starting
+    startup_events: int = 0
+    queued: list[float] | None = None  # relists up to their last event queued (before acknowledgement)
+    gc_pauses: list[tuple[int, float]] = field(default_factory=list)  # (generation, seconds)
 
     def line(self) -> str:
         relists = [r * 1000 for r in self.relists or []]
@@ -38,6 +46,28 @@ class NodeFigures:
             f"node pods={self.pods} relist_p99_ms={percentile(relists, 99):.1f}"
             f" events_per_s={self.events / max(self.seconds, 1e-9):.0f} cpu_pct={self.cpu_pct:.0f}"
         )
+
+
+class GcPauses:
+    """The garbage collector's pauses (generation, seconds) while registered: every collection stops
+    the event loop the PLEG shares with the pod workers and the prober."""
+
+    def __init__(self) -> None:
+        self.pauses: list[tuple[int, float]] = []
+        self._started = 0.0
+
+    def __enter__(self) -> GcPauses:
+        gc.callbacks.append(self._observe)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self._observe)
+
+    def _observe(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.pauses.append((int(info["generation"]), time.perf_counter() - self._started))
 
 
 def bench_node(base: Settings, *, pods: int, seconds: float, runtime: str) -> NodeFigures:
@@ -101,17 +131,26 @@ async def _bench_node(settings: Settings, pods: int, seconds: float) -> NodeFigu
         started = time.monotonic()
         while len(sim.relist(time.time())) < pods and time.monotonic() - started < 120:
             await asyncio.sleep(0.5)
+        # Past the relists that report every pod starting (the one under way may be partial, the next
+        # may catch the last starts): the steady state is measured, the startup reported apart.
+        warm = len(timings) + WARMUP_RELISTS
+        while len(timings) < warm and time.monotonic() - started < 300:
+            await asyncio.sleep(0.2)
+        figures.startup = [t.total_s for t in timings]
+        figures.startup_events = max((t.published for t in timings), default=0)
         say(f"{pods} sim pods running on node {node}; measuring for {seconds:.0f}s")
-        await asyncio.sleep(2)  # past the first relists, which report every pod starting
         timings.clear()
         cpu0, wall0 = time.process_time(), time.monotonic()
-        await asyncio.sleep(seconds)
+        with GcPauses() as collector:
+            await asyncio.sleep(seconds)
+        figures.gc_pauses = collector.pauses
         if task.done():
             task.result()  # the agent died: say why instead of printing empty figures
         figures.seconds = time.monotonic() - wall0
         figures.cpu_pct = 100 * (time.process_time() - cpu0) / figures.seconds
         figures.relists = [t.total_s for t in timings]
         figures.listings = [t.list_s for t in timings]
+        figures.queued = [t.queued_s for t in timings]
         figures.events = sum(t.published for t in timings)
         figures.restarts = sum(
             c["restart_count"] for s in sim.relist(time.time()).values() for c in s["containers"][:1]
@@ -131,6 +170,21 @@ def print_node(figures: NodeFigures) -> None:
         " (list, diff, publish until acknowledged)"
     )
     print(f"  list + diff only: p50 {percentile(listings, 50):.1f} ms  p99 {percentile(listings, 99):.1f} ms")
+    queued = [r * 1000 for r in figures.queued or []]
+    print(
+        f"  events queued:    p50 {percentile(queued, 50):.1f} ms  p99 {percentile(queued, 99):.1f} ms"
+        " (list, diff, queue; the loop shared with the other agents)"
+    )
+    startup = [r * 1000 for r in figures.startup or []]
+    print(
+        f"startup relists:    {len(startup)} before measuring, longest {max(startup, default=0.0):.1f} ms"
+        f" (at most {figures.startup_events} events: every pod starting)"
+    )
+    full = [p * 1000 for g, p in figures.gc_pauses if g == 2]
+    print(
+        f"GC pauses:          {len(figures.gc_pauses)}, {sum(p for _, p in figures.gc_pauses):.1f} s in all;"
+        f" {len(full)} full (gen 2), longest {max(full, default=0.0):.0f} ms (stopping every agent)"
+    )
     rate = figures.events / max(figures.seconds, 1e-9)
     print(f"events published:   {figures.events} ({rate:.0f}/s, each with its snapshot)")
     print(

@@ -6,7 +6,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from podledger.agents.pleg import Pleg, RelistTiming
+import pytest
+
+from podledger.agents.pleg import Pleg, PodLifecycleEvent, RelistTiming, relist_events
+from podledger.agents.pleg.loop import QUEUE_CHUNK
 from podledger.agents.runtime.sim import ANNOTATION_EXIT_CODE, ANNOTATION_RUN_SECONDS, SimRuntime
 from podledger.schemas import decode, encode
 from podledger.types import JSONDict, PlegEventType
@@ -81,3 +84,134 @@ def test_each_relist_reports_its_timing_to_the_observer() -> None:
     assert counts[0] >= 1 and counts[1] >= 1 and counts[2] == 0  # app started; app died; nothing new
     assert [t.published for t in timings] == counts
     assert all(0 <= t.list_s <= t.total_s for t in timings)
+
+
+def running_pods(sim: SimRuntime, count: int) -> list[JSONDict]:
+    """`count` pods with one container each, started on `sim` (running once the start delay passed)."""
+
+    async def start() -> list[JSONDict]:
+        made = []
+        for i in range(count):
+            pod = pods.pod(("app",), name=f"p{i}", uid=f"u{i:04d}", image="app:1")
+            await sim.create_sandbox(pod)
+            await sim.start_container(pod, pod["spec"]["containers"][0], attempt=0)
+            made.append(pod)
+        return made
+
+    return asyncio.run(start())
+
+
+def test_events_go_out_in_the_plain_diffs_order() -> None:
+    """Per pod UID, then container ID (generic.go's order), across chunks of queued events."""
+    clock = Clock()
+    sim = SimRuntime(seed=1, clock=clock)
+    running_pods(sim, QUEUE_CHUNK * 2 + 5)
+    published: list[Any] = []
+
+    async def publish(event: Any) -> None:
+        published.append(event)
+
+    async def scenario() -> list[PodLifecycleEvent]:
+        pleg = Pleg(sim, "node-1", publish, clock=clock)
+        clock.now += 2
+        return await pleg.relist_once()
+
+    events = asyncio.run(scenario())
+    expected = relist_events({}, sim.relist(clock.now))
+    assert events == expected and len(expected) > QUEUE_CHUNK * 2
+    assert [(e.uid, e.type, e.container_id) for e in published] == [
+        (e.pod_uid, e.type, e.container_id) for e in expected
+    ]
+
+
+def test_a_long_relist_lets_other_agents_run_while_it_queues() -> None:
+    """Pod workers and the prober share the loop: they run between chunks, not only after the relist."""
+    clock = Clock()
+    sim = SimRuntime(seed=1, clock=clock)
+    running_pods(sim, QUEUE_CHUNK * 3)
+    published: list[Any] = []
+    seen_by_others: list[int] = []
+
+    async def publish(event: Any) -> None:
+        published.append(event)
+
+    async def other_agent() -> None:
+        while True:
+            seen_by_others.append(len(published))
+            await asyncio.sleep(0)
+
+    async def scenario() -> int:
+        pleg = Pleg(sim, "node-1", publish, clock=clock)
+        clock.now += 2
+        other = asyncio.ensure_future(other_agent())
+        await asyncio.sleep(0)
+        try:
+            return len(await pleg.relist_once())
+        finally:
+            other.cancel()
+
+    total = asyncio.run(scenario())
+    assert [n for n in seen_by_others if 0 < n < total]  # it ran while the relist was queueing
+
+
+def test_a_relist_whose_events_were_not_delivered_is_published_again() -> None:
+    """A failed delivery fails the relist (health keeps its last success) and the next relist sends
+    the same events again, diffed from the last delivered relist."""
+    clock = Clock()
+    sim = SimRuntime(seed=1, clock=clock)
+    running_pods(sim, 3)
+    sent: list[list[tuple[str, str, str]]] = []
+    failing = True
+
+    async def publish(event: Any) -> asyncio.Future[None]:
+        sent[-1].append((event.uid, event.type, event.container_id))
+        delivery = asyncio.get_running_loop().create_future()
+        if failing:
+            delivery.set_exception(ConnectionError("broker away"))
+        else:
+            delivery.set_result(None)
+        return delivery
+
+    async def scenario() -> None:
+        nonlocal failing
+        pleg = Pleg(sim, "node-1", publish, clock=clock)
+        clock.now += 2
+        sent.append([])
+        with pytest.raises(ConnectionError):
+            await pleg.relist_once()
+        assert pleg.health.healthy(clock.now)[0] is False  # never successful yet
+        failing = False
+        clock.now += 1
+        sent.append([])
+        await pleg.relist_once()
+        assert pleg.health.healthy(clock.now)[0] is True
+        sent.append([])
+        assert await pleg.relist_once() == []
+
+    asyncio.run(scenario())
+    assert len(sent[0]) == 6  # a sandbox and a container started in each of 3 pods
+    assert sent[1] == sent[0]
+    assert sent[2] == []
+
+
+def test_timings_split_queueing_from_the_acknowledgement() -> None:
+    clock = Clock()
+    sim = SimRuntime(seed=1, clock=clock)
+    running_pods(sim, 10)
+    timings: list[RelistTiming] = []
+
+    async def publish(event: Any) -> asyncio.Future[None]:
+        delivery = asyncio.get_running_loop().create_future()
+        asyncio.get_running_loop().call_later(0.05, delivery.set_result, None)
+        return delivery
+
+    async def scenario() -> None:
+        pleg = Pleg(sim, "node-1", publish, clock=clock, on_relist=timings.append)
+        clock.now += 2
+        await pleg.relist_once()
+
+    asyncio.run(scenario())
+    [timing] = timings
+    assert timing.published == 20
+    assert 0 <= timing.list_s <= timing.queued_s < timing.total_s
+    assert timing.total_s - timing.queued_s >= 0.04  # the acknowledgement wait, not counted as queueing
