@@ -31,6 +31,7 @@ from podledger.agents.sources.pod_config import PodStorage
 from podledger.agents.worker.pod_worker import PodWorkers
 from podledger.config import Settings
 from podledger.health import Check, HealthServer
+from podledger.heap import settle_long_lived_heap
 from podledger.kafka import Publisher, new_consumer, read_to_end, started
 from podledger.keys import load_node_keys
 from podledger.partitioner import partition_for_node
@@ -210,6 +211,7 @@ class NodeAgent:
             consumer.seek(updates_tp, end)  # live from exactly where the replay stopped
             await consumer.seek_to_beginning(status_tp)  # compacted: the latest status of every pod
             self.workers.start()
+            settle_long_lived_heap()  # the replayed pods' workers live as long as the agent
             log.info(
                 "node %s: replayed %d pod-updates, %d pods to run; runtime %s",
                 self.node,
