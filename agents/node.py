@@ -146,7 +146,10 @@ class NodeAgent:
     async def _publish_pleg(self, event: models.PlegEvent) -> asyncio.Future[Any]:
         delivery = await self.publisher.send(Topic.PLEG, event.uid, event, self.node)
         if event.type != PlegEventType.CONTAINER_REMOVED:
-            self.workers.wake(event.uid)
+            # Woken once the event is delivered (or has failed): the workers' passes then run
+            # after the relist's records are on their way, not between them.
+            uid = event.uid
+            delivery.add_done_callback(lambda _: self.workers.wake(uid))
         return delivery
 
     def _on_mirror(self, kind: str, pod: dict[str, Any]) -> None:
