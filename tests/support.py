@@ -561,17 +561,13 @@ def access_review(
 # --------------------------------------------------------------------------------------------------
 
 
-def fill_audit_index(
-    index: Any,
-    ingress: list[Any],
-    partition: int = 0,
-    batch: int = 50,
-    rewrite: Callable[[bytes], bytes] | None = None,
-) -> int:
-    """Fold ingress events (podledger.workload.IngressEvent) offline and store the journal and
-    history records the fold makes through the index's own insert path, at the offsets a topic
-    would give them (as `podledger index` reads them); returns the versions stored. `rewrite`
-    changes each value on its way, as a hostile or broken producer on those topics could."""
+def audit_records(
+    ingress: list[Any], partition: int = 0, rewrite: Callable[[bytes], bytes] | None = None
+) -> list[Any]:
+    """Fold ingress events (podledger.workload.IngressEvent) offline: the journal and history
+    records (podledger.read.index.RawRecord) the fold makes of them, at the offsets a topic would
+    give them, as `podledger index` reads them. `rewrite` changes each value on its way, as a
+    hostile or broken producer on those topics could."""
     from podledger.read.index import RawRecord
     from podledger.streams.replay import replay
     from podledger.types import Topic
@@ -582,9 +578,23 @@ def fill_audit_index(
             value = rewrite(out.wire_value()) if rewrite else out.wire_value()
             records.append(RawRecord(out.topic, partition, offsets[out.topic], out.key.encode(), value))
             offsets[out.topic] += 1
+    return records
+
+
+def fill_audit_index(
+    index: Any,
+    ingress: list[Any],
+    partition: int = 0,
+    batch: int = 50,
+    rewrite: Callable[[bytes], bytes] | None = None,
+) -> int:
+    """Store audit_records(ingress, ...) through the index's own insert path, `batch` records at
+    a time; returns the versions stored."""
+    records = audit_records(ingress, partition, rewrite)
+    stored = 0
     for start in range(0, len(records), batch):
-        index.add(records[start : start + batch])
-    return offsets[Topic.POD_STATUS_HISTORY]
+        stored += index.add(records[start : start + batch])
+    return stored
 
 
 def pod_stories(start_ms: int, stories: list[tuple[str, str, int]], step_ms: int = 1000) -> list[Any]:

@@ -19,6 +19,7 @@ from podledger.cli import (
     demo,
     export,
     fold,
+    history,
     keys,
     local,
     metrics,
@@ -27,6 +28,7 @@ from podledger.cli import (
     topics,
     ui,
     verify,
+    why,
 )
 from podledger.config import CHOICES
 from podledger.errors import UserError
@@ -34,7 +36,7 @@ from podledger.logs import setup_logging
 
 FAMILIES = (
     *(pipeline, topics, acls, keys, fold, export, bench, chaos, local, demo),
-    *(audit, verify, serve, metrics, ui),
+    *(audit, history, why, verify, serve, metrics, ui),
 )
 
 

@@ -9,10 +9,9 @@ per topic partition, stored with the rows they cover. SQLite in a file is the em
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
-
-import orjson
 
 from podledger.types import Topic
 
@@ -95,12 +94,26 @@ class AuditIndex(Protocol):
         already stored are ignored. Returns the versions stored."""
         ...
 
+    def catching_up(self, records: int) -> AbstractContextManager[None]:
+        """Around adding about `records` records in a row (a catch-up): the store may prepare
+        for a bulk load and must be whole again when the block ends, however it ends."""
+        ...
+
     def offsets(self) -> dict[tuple[str, int], int]:
         """(logical topic, partition) -> the next offset to read."""
         ...
 
     def identities(self, *, uid: str = "", namespace: str = "", name: str = "") -> list[PodIdentity]:
         """The pods of a UID, or of a namespace/name (each UID that carried it), oldest first."""
+        ...
+
+    def namespaces(self) -> dict[str, int]:
+        """Every namespace with the number of pods (UIDs) in it."""
+        ...
+
+    def pods(self, *, namespace: str = "", contains: str = "", limit: int = 200) -> list[PodIdentity]:
+        """The pods of a namespace (every namespace when empty) whose name or UID contains
+        `contains` (any case, literally), most recently seen first, at most `limit`."""
         ...
 
     def versions(
@@ -128,47 +141,3 @@ class AuditIndex(Protocol):
     def size_bytes(self) -> int: ...
 
     def close(self) -> None: ...
-
-
-def version_fields(value: bytes | None) -> dict[str, Any] | None:
-    """A history value decoded for indexing, or None when it is not one (a tombstone, or bytes
-    that are no JSON object with the fields the index needs). Unknown fields are kept as they are."""
-    parsed = _object(value)
-    try:  # exact types (a bool is no number here); a missing field or a non-object raises
-        cause = parsed["cause"]  # type: ignore[index]
-        fields_ok = (
-            type(parsed["uid"]) is str  # type: ignore[index]
-            and type(parsed["version"]) is int  # type: ignore[index]
-            and type(parsed["ts_ms"]) is int  # type: ignore[index]
-            and type(cause["topic"]) is str
-            and type(cause["offset"]) is int
-        )
-    except (KeyError, TypeError):
-        return None
-    return parsed if fields_ok else None
-
-
-def entry_fields(value: bytes | None) -> dict[str, Any] | None:
-    """A journal value decoded for indexing, or None when it is not one."""
-    parsed = _object(value)
-    try:
-        fields_ok = (
-            type(parsed["topic"]) is str  # type: ignore[index]
-            and type(parsed["partition"]) is int  # type: ignore[index]
-            and type(parsed["offset"]) is int  # type: ignore[index]
-            and type(parsed["ts_ms"]) is int  # type: ignore[index]
-            and type(parsed["event"]) is dict  # type: ignore[index]
-        )
-    except (KeyError, TypeError):
-        return None
-    return parsed if fields_ok else None
-
-
-def _object(value: bytes | None) -> dict[str, Any] | None:
-    if not value:
-        return None
-    try:
-        parsed = orjson.loads(value)
-    except orjson.JSONDecodeError:
-        return None
-    return parsed if type(parsed) is dict else None

@@ -12,7 +12,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
@@ -22,7 +22,11 @@ from podledger.read.index.base import INDEXED_TOPICS, AuditIndex, RawRecord
 
 log = logging.getLogger(__name__)
 
-BATCH_RECORDS = 20_000  # records per transaction: fewer, larger commits rewrite the pod indexes less
+BATCH_RECORDS = 20_000  # records per transaction when following the topics
+# While catching up, transactions take up to this many records (or bytes of values): a batch
+# updates each of its pods' rows in `pods` once, and a cluster's pods all appear in every batch.
+CATCH_UP_RECORDS = 100_000
+CATCH_UP_BYTES = 128 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,9 +97,10 @@ async def run(
 ) -> Lag:
     """Index the topics: up to their current ends (follow=False), or until `stop` is set.
 
-    A record older than the topic's retention is gone: the index starts at the oldest one left."""
+    A record older than the topic's retention is gone: the index starts at the oldest one left.
+    The catch-up to the ends as they were at the start is one `catching_up` block: far behind,
+    the store may load in bulk."""
     consumer = await started(lambda: new_consumer(settings), "index", settings.start_wait_s)
-    read = 0
     try:
         tps = await _partitions(consumer, settings)
         consumer.assign(tps)
@@ -109,24 +114,67 @@ async def run(
         ends = await consumer.end_offsets(tps)
         starts = {tp: await consumer.position(tp) for tp in tps}
         todo = sum(max(ends[tp] - starts[tp], 0) for tp in tps)
-        last_lag = time.monotonic()
-        while stop is None or not stop.is_set():
-            if not follow and all([await consumer.position(tp) >= ends[tp] for tp in tps]):
-                break
-            batch = await consumer.getmany(timeout_ms=500, max_records=BATCH_RECORDS)
-            records = [
-                RawRecord(_logical(settings, m.topic), m.partition, m.offset, m.key, m.value)
-                for messages in batch.values()
-                for m in messages
-            ]
-            if records:
-                index.add(records)
-                read += len(records)
-                if progress is not None:
-                    progress(read, todo)
-            if follow and on_lag is not None and time.monotonic() - last_lag >= lag_every_s:
-                on_lag(await _lag(consumer, settings, index, tps, read))
-                last_lag = time.monotonic()
-        return await _lag(consumer, settings, index, tps, read)
+        reading = _Reading(
+            settings, consumer, index, tps, todo, progress, on_lag if follow else None, lag_every_s
+        )
+        with index.catching_up(todo):  # up to the ends as they were at the start
+            await reading.run(stop, until=ends)
+        if follow:
+            await reading.run(stop, until=None)
+        return await _lag(consumer, settings, index, tps, reading.read)
     finally:
         await consumer.stop()
+
+
+@dataclass
+class _Reading:
+    """Batches from the consumer into the index, with progress and lag reports."""
+
+    settings: Settings
+    consumer: AIOKafkaConsumer
+    index: AuditIndex
+    tps: list[TopicPartition]
+    todo: int
+    progress: Progress | None
+    on_lag: Callable[[Lag], None] | None
+    lag_every_s: float
+    read: int = 0
+    last_lag: float = field(default_factory=time.monotonic)
+
+    async def run(self, stop: asyncio.Event | None, *, until: dict[TopicPartition, int] | None) -> None:
+        """Until `stop` is set, or (with `until`) every partition reached its end offset there;
+        before that end, in the larger transactions of a catch-up."""
+        while stop is None or not stop.is_set():
+            if until is not None and await self._reached(until):
+                return
+            records = await self._fetch(BATCH_RECORDS if until is None else CATCH_UP_RECORDS, until)
+            if records:
+                self.index.add(records)
+                self.read += len(records)
+                if self.progress is not None:
+                    self.progress(self.read, self.todo)
+            if self.on_lag is not None and time.monotonic() - self.last_lag >= self.lag_every_s:
+                self.on_lag(await _lag(self.consumer, self.settings, self.index, self.tps, self.read))
+                self.last_lag = time.monotonic()
+
+    async def _reached(self, until: dict[TopicPartition, int]) -> bool:
+        return all([await self.consumer.position(tp) >= until[tp] for tp in self.tps])
+
+    async def _fetch(self, most: int, until: dict[TopicPartition, int] | None) -> list[RawRecord]:
+        """The records the consumer has, up to `most` records (and CATCH_UP_BYTES of values);
+        while catching up it reads on as long as the topics have more before `until`."""
+        records: list[RawRecord] = []
+        size = 0
+        while len(records) < most and size < CATCH_UP_BYTES:
+            batch = await self.consumer.getmany(
+                timeout_ms=500, max_records=min(BATCH_RECORDS, most - len(records))
+            )
+            fetched = [m for messages in batch.values() for m in messages]
+            records += [
+                RawRecord(_logical(self.settings, m.topic), m.partition, m.offset, m.key, m.value)
+                for m in fetched
+            ]
+            size += sum(len(m.value or b"") for m in fetched)
+            if not fetched or until is None or await self._reached(until):
+                break
+        return records

@@ -1,91 +1,45 @@
 """The embedded audit index: one SQLite file (stdlib sqlite3), no server.
 
-A record's row id is its Kafka position (partition << 40 | offset), so a record stored twice
-(two writers racing) is ignored, and rows are appended in topic order per partition, which keeps
-inserts cheap. Each row names its pod by a small number (`pod_ids`), and the one secondary index
-per table is by that number; `pods` keeps a pod's name and time span once per UID. Values are stored
-compressed with a zstd dictionary trained on the table's own values (codec.py): about a tenth of
-their size. A batch of records and the offsets past it are written in one transaction, so a
-restarted builder resumes exactly where the file ends. The file is in WAL mode: queries read it
-while `podledger index` writes.
+The file's layout is in schema.py, the write path in writes.py; this is the AuditIndex over
+them, and its reads. Values are stored compressed with a zstd dictionary trained on the table's
+own values (codec.py): about a tenth of their size, given back as the exact bytes read.
 
-Copies of one record on the topic (a producer resending after a lost acknowledgement) are both
+Copies of one record on the topic (a producer resending after a lost acknowledgement) are all
 stored and dropped when read: a version by (version, cause), a journal entry by its input's
-coordinates; the first copy wins.
+coordinates; the first copy wins. A stored value that is no JSON to the reader (bytes a hostile
+producer shaped to pass the index's filing check) is dropped when read too.
 """
 
 from __future__ import annotations
 
-import sqlite3
+import logging
 from collections.abc import Iterable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from podledger.read.index import codec
-from podledger.read.index.base import (
-    INDEXED_TOPICS,
-    PodIdentity,
-    RawRecord,
-    StoredEntry,
-    StoredVersion,
-    entry_fields,
-    version_fields,
+from podledger.read.index.base import INDEXED_TOPICS, PodIdentity, RawRecord, StoredEntry, StoredVersion
+from podledger.read.index.schema import (
+    EVER,
+    TABLES,
+    IndexMismatch,
+    check_layout,
+    connect,
+    position,
+    row_id,
+    span,
 )
+from podledger.read.index.writes import Writer
 from podledger.types import Topic
 
-SCHEMA_VERSION = "2"
-CACHE_KB = 256 * 1024
-CHECKPOINT_PAGES = 10_000
-# A dictionary serves nine times the rows its table had when it was learnt (within these bounds),
-# then a new one is learnt from recent values: early ones saw little, later ones follow the data.
-SERVES_ROWS = (20_000, 1_000_000)
-POD_IDS_CACHED = 500_000
-_OFFSET_BITS = 40  # a partition's offsets stay below 2**40; partitions below 2**22
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS offsets(
-  topic TEXT NOT NULL, partition INTEGER NOT NULL, next INTEGER NOT NULL, PRIMARY KEY(topic, partition));
-CREATE TABLE IF NOT EXISTS pods(
-  uid TEXT PRIMARY KEY, namespace TEXT NOT NULL, name TEXT NOT NULL, node TEXT NOT NULL,
-  first_ts_ms INTEGER NOT NULL, last_ts_ms INTEGER NOT NULL);
-CREATE INDEX IF NOT EXISTS pods_name ON pods(namespace, name);
-CREATE TABLE IF NOT EXISTS pod_ids(id INTEGER PRIMARY KEY, uid TEXT NOT NULL UNIQUE);
-CREATE TABLE IF NOT EXISTS codecs(id INTEGER PRIMARY KEY, tbl TEXT NOT NULL, rows INTEGER NOT NULL,
-  serves INTEGER NOT NULL, dictionary BLOB NOT NULL);
-CREATE TABLE IF NOT EXISTS versions(id INTEGER PRIMARY KEY, pod INTEGER NOT NULL, ts_ms INTEGER NOT NULL,
-  codec INTEGER NOT NULL, value BLOB NOT NULL);
-CREATE INDEX IF NOT EXISTS versions_pod ON versions(pod);
-CREATE TABLE IF NOT EXISTS journal(id INTEGER PRIMARY KEY, pod INTEGER NOT NULL, ts_ms INTEGER NOT NULL,
-  codec INTEGER NOT NULL, value BLOB NOT NULL);
-CREATE INDEX IF NOT EXISTS journal_pod ON journal(pod);
-"""
-# A pod's name, namespace and node are the first version's; the time span grows with each one.
-_NAME_POD = (
-    "INSERT INTO pods VALUES (?,?,?,?,?,?) ON CONFLICT(uid) DO UPDATE SET"
-    " first_ts_ms = min(first_ts_ms, excluded.first_ts_ms), last_ts_ms = max(last_ts_ms, excluded.last_ts_ms)"
-)
-_TABLES = {Topic.POD_STATUS_HISTORY: "versions", Topic.JOURNAL: "journal"}
-_EVER = (-(1 << 62), 1 << 62)
+__all__ = ["IndexMismatch", "SqliteIndex"]
 
-Row = tuple[int, str, int, bytes]  # (row id, pod uid, ts_ms, value as read)
+log = logging.getLogger(__name__)
 
-
-def _span(since_ms: int | None, until_ms: int | None) -> tuple[int, int]:
-    return (_EVER[0] if since_ms is None else since_ms, _EVER[1] if until_ms is None else until_ms)
-
-
-def _row_id(partition: int, offset: int) -> int:
-    return (partition << _OFFSET_BITS) | offset
-
-
-def _position(row_id: int) -> tuple[int, int]:
-    return row_id >> _OFFSET_BITS, row_id & ((1 << _OFFSET_BITS) - 1)
-
-
-class IndexMismatch(Exception):
-    """The file indexes other topics than the ones asked for, or has a layout this one cannot read."""
+_IDENTITY = "SELECT uid, namespace, name, node, first_ts_ms, last_ts_ms FROM pods"
 
 
 class SqliteIndex:
@@ -96,45 +50,16 @@ class SqliteIndex:
         topic prefix); a file made for other topics is refused rather than mixed. A file of the
         first layout (values raw, by UID) is rewritten in this one when opened for writing."""
         self.path = Path(path)
-        if read_only:
-            self.db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=30)
-        else:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite3.connect(self.path, timeout=30)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")
-            self.db.execute(f"PRAGMA wal_autocheckpoint={CHECKPOINT_PAGES}")  # fewer, larger checkpoints
-        self.db.execute(f"PRAGMA cache_size=-{CACHE_KB}")  # the pod indexes' pages stay in memory
+        self.db = connect(self.path, read_only=read_only)
         self.codec = codec.Codec()
-        # table -> its current codec: (id, rows written with it, rows it serves)
-        self._current: dict[str, tuple[int, int, int]] = {}
-        self._untried = dict.fromkeys(_TABLES.values(), codec.TRAIN_SAMPLES)  # rows since training was tried
-        self._pod_ids: dict[str, int] = {}
-        self._check_layout(topics, read_only)
+        self._writer = Writer(self.db, self.codec, self._load_codecs)
+        check_layout(self.db, self.path, topics, read_only=read_only, upgrade=self._upgrade_v1)
         self._load_codecs()
 
-    def _check_layout(self, topics: str, read_only: bool) -> None:
-        tables = {row[0] for row in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        meta = dict(self.db.execute("SELECT key, value FROM meta").fetchall()) if "meta" in tables else {}
-        if topics and "topics" in meta and meta["topics"] != topics:
-            raise IndexMismatch(f"{self.path} indexes {meta['topics']}, not {topics}")
-        schema = meta.get("schema", SCHEMA_VERSION)
-        if schema not in ("1", SCHEMA_VERSION):
-            raise IndexMismatch(f"{self.path} has layout {schema}, newer than this podledger reads")
-        if read_only:
-            if schema != SCHEMA_VERSION:
-                raise IndexMismatch(
-                    f"{self.path} has an older layout: run 'podledger index --once' to upgrade it"
-                )
-            return
-        if schema == "1":
-            from podledger.read.index.upgrade import upgrade_v1
+    def _upgrade_v1(self, schema: str) -> None:
+        from podledger.read.index.upgrade import upgrade_v1
 
-            upgrade_v1(self, _SCHEMA)
-        with self.db:
-            self.db.executescript(_SCHEMA)
-            self.db.execute("INSERT OR IGNORE INTO meta VALUES ('topics', ?)", (topics,))
-            self.db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+        upgrade_v1(self, schema)
 
     def _load_codecs(self) -> None:
         for codec_id, table, rows, serves, dictionary in self.db.execute(
@@ -142,7 +67,15 @@ class SqliteIndex:
         ):
             if not self.codec.known(codec_id):
                 self.codec.load(codec_id, bytes(dictionary))
-            self._current[table] = (codec_id, rows, serves)
+            self._writer.current[table] = (codec_id, rows, serves)
+
+    def _loads(self, codec_id: int, stored: bytes) -> Any:
+        """A stored value decoded, or None when the reader cannot (see the module's doc)."""
+        try:
+            return orjson.loads(self._value(codec_id, stored))
+        except orjson.JSONDecodeError:
+            log.debug("a stored value is no JSON to the reader; dropped")
+            return None
 
     def _value(self, codec_id: int, stored: bytes) -> bytes:
         if not self.codec.known(codec_id):  # another writer trained it after this one opened
@@ -152,110 +85,10 @@ class SqliteIndex:
     # ------------------------------------------------------------------ writing
 
     def add(self, records: Iterable[RawRecord]) -> int:
-        versions: list[Row] = []
-        entries: list[Row] = []
-        pods: dict[str, list[Any]] = {}  # uid -> [namespace, name, node, first ts, last ts]
-        ends: dict[tuple[str, int], int] = {}
-        for r in records:  # the index's hot loop: one pass, no more calls than needed
-            at = (r.topic, r.partition)
-            if r.offset >= ends.get(at, 0):
-                ends[at] = r.offset + 1
-            if r.topic == Topic.POD_STATUS_HISTORY:
-                v = version_fields(r.value)
-                if v is None:
-                    continue
-                uid, ts = v["uid"], v["ts_ms"]
-                versions.append((_row_id(r.partition, r.offset), uid, ts, r.value))  # type: ignore[arg-type]
-                pod = pods.get(uid)
-                if pod is None:
-                    pods[uid] = [
-                        str(v.get("namespace") or ""),
-                        str(v.get("name") or ""),
-                        str(v.get("node") or ""),
-                        ts,
-                        ts,
-                    ]
-                elif ts > pod[4]:
-                    pod[4] = ts
-                elif ts < pod[3]:
-                    pod[3] = ts
-            elif r.topic == Topic.JOURNAL:
-                e = entry_fields(r.value)
-                if e is not None:
-                    uid = r.key.decode(errors="replace") if r.key else _event_uid(e["event"])
-                    entries.append((_row_id(r.partition, r.offset), uid, e["ts_ms"], r.value))  # type: ignore[arg-type]
-        with self.db:
-            ids = self._ids({row[1] for row in versions} | {row[1] for row in entries})
-            self._insert("versions", versions, ids)
-            self._insert("journal", entries, ids)
-            self.db.executemany(_NAME_POD, [(uid, *pod) for uid, pod in pods.items()])
-            # max(): two writers (a running `podledger index` and a refreshing query) never move back.
-            self.db.executemany(
-                "INSERT INTO offsets VALUES (?,?,?) ON CONFLICT(topic, partition)"
-                " DO UPDATE SET next = max(next, excluded.next)",
-                [(t, p, n) for (t, p), n in ends.items()],
-            )
-        return len(versions)
+        return self._writer.add(records)
 
-    def _ids(self, uids: set[str]) -> dict[str, int]:
-        """The pod numbers of `uids`, numbering the new ones (inside the caller's transaction)."""
-        if len(self._pod_ids) > POD_IDS_CACHED:
-            self._pod_ids.clear()
-        missing = [uid for uid in uids if uid not in self._pod_ids]
-        if missing:
-            self.db.executemany("INSERT OR IGNORE INTO pod_ids(uid) VALUES (?)", [(uid,) for uid in missing])
-            for start in range(0, len(missing), 500):
-                chunk = missing[start : start + 500]
-                marks = ",".join("?" * len(chunk))
-                self._pod_ids.update(
-                    self.db.execute(f"SELECT uid, id FROM pod_ids WHERE uid IN ({marks})", chunk)
-                )
-        return self._pod_ids
-
-    def _insert(self, table: str, rows: list[Row], ids: dict[str, int]) -> None:
-        if not rows:
-            return
-        codec_id = self._codec_for(table, [row[3] for row in rows])
-        encode = self.codec.encoder(codec_id)
-        self.db.executemany(
-            f"INSERT OR IGNORE INTO {table} VALUES (?,?,?,?,?)",
-            [(row_id, ids[uid], ts, codec_id, encode(value)) for row_id, uid, ts, value in rows],
-        )
-        if codec_id != codec.RAW:
-            self.db.execute("UPDATE codecs SET rows = rows + ? WHERE id = ?", (len(rows), codec_id))
-            _, written, serves = self._current[table]
-            self._current[table] = (codec_id, written + len(rows), serves)
-
-    def _codec_for(self, table: str, values: list[bytes]) -> int:
-        """The codec for new rows of `table`: its current dictionary, or a new one learnt from
-        these values and the table's latest rows once there are enough of them, or once the
-        current one has served its rows."""
-        codec_id, written, serves = self._current.get(table, (codec.RAW, 0, 0))
-        if codec_id != codec.RAW and written < serves:
-            return codec_id
-        self._untried[table] += len(values)
-        if self._untried[table] < codec.TRAIN_SAMPLES:
-            return codec_id
-        self._untried[table] = 0
-        samples = values[-codec.TRAIN_SAMPLES :]
-        latest = self.db.execute(
-            f"SELECT codec, value FROM {table} ORDER BY id DESC LIMIT ?",
-            (codec.TRAIN_SAMPLES - len(samples),),
-        )
-        samples += [self._value(c, bytes(v)) for c, v in latest]
-        dictionary = codec.train(samples)
-        if dictionary is None:
-            return codec_id
-        rows = int(self.db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]) + len(values)
-        serves = min(max(9 * rows, SERVES_ROWS[0]), SERVES_ROWS[1])
-        new_id = self.db.execute(
-            "INSERT INTO codecs(tbl, rows, serves, dictionary) VALUES (?, 0, ?, ?)",
-            (table, serves, dictionary),
-        ).lastrowid
-        assert new_id is not None
-        self.codec.load(new_id, dictionary)
-        self._current[table] = (new_id, 0, serves)
-        return new_id
+    def catching_up(self, records: int) -> AbstractContextManager[None]:
+        return self._writer.catching_up(records)
 
     # ------------------------------------------------------------------ reading
 
@@ -264,12 +97,29 @@ class SqliteIndex:
         return {(t, p): n for t, p, n in rows if t in INDEXED_TOPICS}
 
     def identities(self, *, uid: str = "", namespace: str = "", name: str = "") -> list[PodIdentity]:
-        select = "SELECT uid, namespace, name, node, first_ts_ms, last_ts_ms FROM pods"
         if uid:
-            rows = self.db.execute(f"{select} WHERE uid = ?", (uid,)).fetchall()
+            rows = self.db.execute(f"{_IDENTITY} WHERE uid = ?", (uid,)).fetchall()
         else:
-            rows = self.db.execute(f"{select} WHERE namespace = ? AND name = ?", (namespace, name)).fetchall()
+            rows = self.db.execute(
+                f"{_IDENTITY} WHERE namespace = ? AND name = ?", (namespace, name)
+            ).fetchall()
         return sorted((PodIdentity(*row) for row in rows), key=lambda p: (p.first_ts_ms, p.uid))
+
+    def namespaces(self) -> dict[str, int]:
+        rows = self.db.execute("SELECT namespace, count(*) FROM pods GROUP BY namespace").fetchall()
+        return {str(ns): int(n) for ns, n in rows}
+
+    def pods(self, *, namespace: str = "", contains: str = "", limit: int = 200) -> list[PodIdentity]:
+        where, params = [], []
+        if namespace:
+            where.append("namespace = ?")
+            params.append(namespace)
+        if needle := contains.strip().lower():  # instr, not LIKE: a % or _ in the text is meant literally
+            where.append("(instr(lower(name), ?) > 0 OR instr(lower(uid), ?) > 0)")
+            params += [needle, needle]
+        condition = f" WHERE {' AND '.join(where)}" if where else ""
+        sql = f"{_IDENTITY}{condition} ORDER BY last_ts_ms DESC LIMIT ?"
+        return [PodIdentity(*row) for row in self.db.execute(sql, (*params, limit)).fetchall()]
 
     def _pod(self, uid: str) -> int:
         row = self.db.execute("SELECT id FROM pod_ids WHERE uid = ?", (uid,)).fetchone()
@@ -280,29 +130,34 @@ class SqliteIndex:
     ) -> list[StoredVersion]:
         rows = self.db.execute(
             "SELECT id, codec, value FROM versions WHERE pod = ? AND ts_ms BETWEEN ? AND ? ORDER BY id",
-            (self._pod(uid), *_span(since_ms, until_ms)),
+            (self._pod(uid), *span(since_ms, until_ms)),
         ).fetchall()
         out, seen = [], set()
-        for row_id, codec_id, blob in rows:
-            value = orjson.loads(self._value(codec_id, blob))
+        for row, codec_id, blob in rows:
+            value = self._loads(codec_id, blob)
+            if type(value) is not dict:
+                continue
             cause = value.get("cause") or {}
             key = (value["version"], cause.get("topic"), cause.get("partition"), cause.get("offset"))
             if key not in seen:
                 seen.add(key)
-                out.append(StoredVersion(*_position(row_id), value))
+                out.append(StoredVersion(*position(row), value))
         return out
 
     def journal(
         self, uid: str, *, until: tuple[int, int] | None = None, limit: int | None = None
     ) -> list[StoredEntry]:
-        last = _row_id(*until) if until is not None else _EVER[1]
+        last = row_id(*until) if until is not None else EVER[1]
         rows = self.db.execute(
             "SELECT id, codec, value FROM journal WHERE pod = ? AND id <= ? ORDER BY id LIMIT ?",
             (self._pod(uid), last, -1 if limit is None else limit),
         ).fetchall()
         out, seen = [], set()
-        for row_id, codec_id, blob in rows:
-            entry = StoredEntry(*_position(row_id), uid, orjson.loads(self._value(codec_id, blob)))
+        for row, codec_id, blob in rows:
+            value = self._loads(codec_id, blob)
+            if type(value) is not dict:
+                continue
+            entry = StoredEntry(*position(row), uid, value)
             if entry.input not in seen:
                 seen.add(entry.input)
                 out.append(entry)
@@ -311,8 +166,8 @@ class SqliteIndex:
     def scan(
         self, topic: str, *, uid: str = "", since_ms: int | None = None, until_ms: int | None = None
     ) -> Iterator[bytes]:
-        table = _TABLES[Topic(topic)]
-        where, params = "ts_ms BETWEEN ? AND ?", list[Any](_span(since_ms, until_ms))
+        table = TABLES[Topic(topic)]
+        where, params = "ts_ms BETWEEN ? AND ?", list[Any](span(since_ms, until_ms))
         if uid:
             where, params = f"pod = ? AND {where}", [self._pod(uid), *params]
         query = f"SELECT codec, value FROM {table} WHERE {where} ORDER BY id"
@@ -320,17 +175,10 @@ class SqliteIndex:
             yield self._value(codec_id, blob)
 
     def count(self, topic: str) -> int:
-        return int(self.db.execute(f"SELECT count(*) FROM {_TABLES[Topic(topic)]}").fetchone()[0])
+        return int(self.db.execute(f"SELECT count(*) FROM {TABLES[Topic(topic)]}").fetchone()[0])
 
     def size_bytes(self) -> int:
         return sum(p.stat().st_size for p in self.path.parent.glob(self.path.name + "*") if p.is_file())
 
     def close(self) -> None:
         self.db.close()
-
-
-def _event_uid(event: dict[str, Any]) -> str:
-    """A journal entry's pod UID from its event, for entries that reach the index without a key."""
-    if isinstance(event.get("uid"), str):
-        return str(event["uid"])
-    return str(((event.get("pod") or {}).get("metadata") or {}).get("uid") or "")

@@ -12,6 +12,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from podledger.read.index.base import RawRecord
+from podledger.read.index.schema import SCHEMA_VERSION, position
 from podledger.types import Topic
 
 if TYPE_CHECKING:
@@ -25,8 +26,6 @@ _OLD_INDEXES = ("versions_uid", "journal_uid")
 
 
 def upgrade_v1(index: SqliteIndex, schema: str) -> None:
-    from podledger.read.index.sqlite import SCHEMA_VERSION, _position
-
     db = index.db
     log.info("rewriting %s in the current layout (values compressed) ...", index.path)
     tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -42,7 +41,7 @@ def upgrade_v1(index: SqliteIndex, schema: str) -> None:
         while rows := db.execute(
             f"SELECT id, uid, value FROM {table} WHERE id > ? ORDER BY id LIMIT ?", (last, BATCH_ROWS)
         ).fetchall():
-            index.add([RawRecord(topic, *_position(i), uid.encode(), bytes(value)) for i, uid, value in rows])
+            index.add([RawRecord(topic, *position(i), uid.encode(), bytes(value)) for i, uid, value in rows])
             last = rows[-1][0]
     with db:
         for table in _OLD_TABLES:

@@ -1,6 +1,7 @@
 """The audit index (SQLite) and the queries over it, filled with real fold output, no Kafka:
 history per pod and per life, why a version is what it is, copies dropped, offsets resumed,
-exports that fold back into the same history."""
+exports that fold back into the same history, a catch-up without the pod indexes, and values
+a hostile producer shaped."""
 
 from __future__ import annotations
 
@@ -14,23 +15,12 @@ import pytest
 
 from podledger.read.audit import queries
 from podledger.read.audit.parse import PodRef
-from podledger.read.index import IndexMismatch, RawRecord, SqliteIndex, codec, sqlite
+from podledger.read.index import IndexMismatch, RawRecord, SqliteIndex, codec, schema, writes
 from podledger.schemas import encode
 from podledger.streams.replay import replay
 from podledger.types import Topic
 from podledger.workload import workload
-
-
-def fold_records(lines: list[bytes], partition: int = 0) -> list[RawRecord]:
-    """The journal and history records the fold makes of `lines`, as the index would read them."""
-    records, offsets = [], {Topic.JOURNAL: 0, Topic.POD_STATUS_HISTORY: 0}
-    for out in replay(lines):
-        if out.topic in offsets:
-            records.append(
-                RawRecord(out.topic, partition, offsets[out.topic], out.key.encode(), out.wire_value())
-            )
-            offsets[out.topic] += 1
-    return records
+from tests.support import audit_records, fill_audit_index
 
 
 @pytest.fixture
@@ -41,9 +31,7 @@ def ingress() -> list[Any]:
 @pytest.fixture
 def index(tmp_path: Path, ingress: list[Any]) -> SqliteIndex:
     idx = SqliteIndex(tmp_path / "audit.sqlite", topics="test")
-    records = fold_records([encode(e.value) for e in ingress])
-    for start in range(0, len(records), 50):
-        idx.add(records[start : start + 50])
+    fill_audit_index(idx, ingress)
     return idx
 
 
@@ -88,7 +76,7 @@ def test_since_until_and_diff(index: SqliteIndex, ingress: list[Any]) -> None:
 
 def test_copies_of_records_are_dropped_and_offsets_only_advance(tmp_path: Path, ingress: list[Any]) -> None:
     idx = SqliteIndex(tmp_path / "audit.sqlite", topics="test")
-    records = fold_records([encode(e.value) for e in ingress])
+    records = audit_records(ingress)
     idx.add(records)
     ends = idx.offsets()
     # Stored twice (two writers), and resent by the fold at later offsets (a lost acknowledgement).
@@ -105,7 +93,7 @@ def test_copies_of_records_are_dropped_and_offsets_only_advance(tmp_path: Path, 
 
 def test_values_it_cannot_read_are_skipped_and_new_fields_kept(tmp_path: Path, ingress: list[Any]) -> None:
     idx = SqliteIndex(tmp_path / "audit.sqlite", topics="test")
-    records = fold_records([encode(e.value) for e in ingress[:10]])
+    records = audit_records(ingress[:10])
     first = records[0] if records[0].topic == Topic.POD_STATUS_HISTORY else records[1]
     extended = orjson.dumps({**orjson.loads(first.value or b""), "rules": "v1", "chain": {"prev": "00"}})
     odd = [
@@ -126,9 +114,9 @@ def test_a_name_carried_by_two_pods_and_a_uid_with_two_lives(tmp_path: Path, ing
     again = dataclasses.replace(first[0].value, pod=second_pod, ts_ms=first[-1].ts_ms + 1000)
     removed = dataclasses.replace(first[0].value, op="REMOVE", ts_ms=first[-1].ts_ms + 2000)
     readded = dataclasses.replace(first[0].value, ts_ms=first[-1].ts_ms + 3000)
-    lines = [encode(e.value) for e in first] + [encode(again), encode(removed), encode(readded)]
+    later = [dataclasses.replace(first[0], value=v) for v in (again, removed, readded)]
     idx = SqliteIndex(tmp_path / "audit.sqlite", topics="test")
-    idx.add(fold_records(lines))
+    fill_audit_index(idx, first + later)
     lives = queries.history(idx, PodRef(namespace="default", name=first[0].value.pod["metadata"]["name"]))
     assert [life["uid"] for life in lives] == [first[0].key, "uid-two", first[0].key]  # in time order
     assert [life["versions"][0]["version"] for life in lives] == [1, 1, 1]
@@ -184,9 +172,9 @@ def test_values_are_stored_compressed_with_dictionaries_learnt_from_them_and_rea
     tmp_path: Path, ingress: list[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(codec, "TRAIN_SAMPLES", 40)  # small tables learn (and learn again) too
-    monkeypatch.setattr(sqlite, "SERVES_ROWS", (60, 60))
+    monkeypatch.setattr(writes, "SERVES_ROWS", (60, 60))
     idx = SqliteIndex(tmp_path / "audit.sqlite", topics="test")
-    records = fold_records([encode(e.value) for e in ingress])
+    records = audit_records(ingress)
     for start in range(0, len(records), 30):
         idx.add(records[start : start + 30])
     rows = idx.db.execute("SELECT codec, length(value), id FROM versions ORDER BY id").fetchall()
@@ -225,7 +213,7 @@ def test_a_file_of_the_first_layout_is_rewritten_when_opened_for_writing(
     tmp_path: Path, ingress: list[Any]
 ) -> None:
     path = tmp_path / "audit.sqlite"
-    records = fold_records([encode(e.value) for e in ingress])
+    records = audit_records(ingress)
     with sqlite3.connect(path) as old:
         old.executescript(_FIRST_LAYOUT)
         for r in records:
@@ -251,4 +239,107 @@ def test_a_file_of_the_first_layout_is_rewritten_when_opened_for_writing(
         assert len(idx.journal(uid)) > 1 and [p.uid for p in idx.identities(uid=uid)] == [uid]
     tables = {row[0] for row in idx.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert not {t for t in tables if t.startswith("v1_")}
-    assert dict(idx.db.execute("SELECT key, value FROM meta").fetchall())["schema"] == sqlite.SCHEMA_VERSION
+    assert dict(idx.db.execute("SELECT key, value FROM meta").fetchall())["schema"] == schema.SCHEMA_VERSION
+
+
+def pod_indexes(idx: SqliteIndex) -> set[str]:
+    rows = idx.db.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE '%_pod'")
+    return {name for (name,) in rows}
+
+
+def answers(idx: SqliteIndex, uids: list[str]) -> list[Any]:
+    """Every version, journal entry and `why` of the last version of each pod."""
+    return [
+        (
+            [v.value for v in idx.versions(uid)],
+            [(e.position, e.value) for e in idx.journal(uid)],
+            queries.why(idx, PodRef(uid=uid)),
+        )
+        for uid in uids
+    ]
+
+
+def test_a_catch_up_far_behind_builds_the_pod_indexes_at_the_end_with_the_same_answers(
+    tmp_path: Path, ingress: list[Any], index: SqliteIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(writes, "BULK_RECORDS", 10)
+    records = audit_records(ingress)
+    bulk = SqliteIndex(tmp_path / "bulk.sqlite", topics="test")
+    with bulk.catching_up(len(records)):
+        assert pod_indexes(bulk) == set()
+        for start in range(0, len(records), 50):
+            bulk.add(records[start : start + 50])
+    assert pod_indexes(bulk) == set(schema.POD_INDEXES)
+    uids = list(folded_versions(ingress))
+    assert answers(bulk, uids) == answers(index, uids)  # `index` was filled without a catch-up
+    # A catch-up shorter than what the file holds keeps them; so does one that fails.
+    with bulk.catching_up(len(records) // 2):
+        assert pod_indexes(bulk) == set(schema.POD_INDEXES)
+    with pytest.raises(RuntimeError), bulk.catching_up(10 * len(records)):
+        assert pod_indexes(bulk) == set()
+        raise RuntimeError("the broker went away")
+    assert pod_indexes(bulk) == set(schema.POD_INDEXES)
+
+
+def test_a_writer_stopped_while_catching_up_leaves_a_file_the_next_one_resumes_and_completes(
+    tmp_path: Path, ingress: list[Any], index: SqliteIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(writes, "BULK_RECORDS", 10)
+    records = audit_records(ingress)
+    path = tmp_path / "stopped.sqlite"
+    first = SqliteIndex(path, topics="test")
+    first.catching_up(len(records)).__enter__()  # the process dies inside the block: it never ends
+    first.add(records[: len(records) // 2])
+    first.db.close()
+    reader = SqliteIndex(path, read_only=True)  # reads what is there, without the pod indexes
+    uid = next(iter(folded_versions(ingress)))
+    assert [v.value for v in reader.versions(uid)] == [
+        orjson.loads(r.value or b"")
+        for r in records[: len(records) // 2]
+        if r.topic == Topic.POD_STATUS_HISTORY and r.key == uid.encode()
+    ]
+    again = SqliteIndex(path, topics="test")
+    assert pod_indexes(again) == set(schema.POD_INDEXES)
+    stored = again.offsets()  # written with the rows: the next writer resumes right after them
+    again.add([r for r in records if r.offset >= stored.get((r.topic, r.partition), 0)])
+    uids = list(folded_versions(ingress))
+    assert answers(again, uids) == answers(index, uids)
+    assert again.count(Topic.JOURNAL) == index.count(Topic.JOURNAL)
+
+
+def test_values_shaped_to_pass_the_filing_check_but_not_the_reader_are_dropped_when_read(
+    index: SqliteIndex, ingress: list[Any]
+) -> None:
+    """The attack: a producer on the indexed topics writes values the index files (their filing
+    fields are fine) but the reader's JSON parser refuses: a number out of a double's range, and
+    bytes that are no UTF-8 inside the event. The pod's history and why still answer."""
+    uid, versions = max(folded_versions(ingress).items(), key=lambda kv: len(kv[1]))
+    clean = answers(index, [uid])
+    ends = index.offsets()
+    forged = {**versions[-1], "version": versions[-1]["version"] + 1, "status": {"phase": "FORGED"}}
+    big_number = orjson.dumps(forged).replace(b'"FORGED"', b"1e400")
+    entry = orjson.dumps({**index.journal(uid)[-1].value, "event": {"uid": uid, "note": "FORGED"}})
+    not_utf8 = entry.replace(b"FORGED", b"\xff\xfe")
+    stored = index.add(
+        [
+            RawRecord(
+                Topic.POD_STATUS_HISTORY, 0, ends[(Topic.POD_STATUS_HISTORY, 0)], uid.encode(), big_number
+            ),
+            RawRecord(Topic.JOURNAL, 0, ends[(Topic.JOURNAL, 0)], uid.encode(), not_utf8),
+        ]
+    )
+    assert stored == 1 and index.count(Topic.JOURNAL) == ends[(Topic.JOURNAL, 0)] + 1  # both filed
+    assert answers(index, [uid]) == clean
+    [life] = queries.history(index, PodRef(uid=uid), with_diff=True)
+    assert [r["version"] for r in life["versions"]] == [v["version"] for v in versions]
+
+
+def test_the_index_lists_its_namespaces_and_finds_pods_by_part_of_a_name_or_uid(index: SqliteIndex) -> None:
+    assert index.namespaces() == {"default": 6}
+    found = index.pods(namespace="default", contains="POD-00000", limit=4)
+    assert len(found) == 4 and [p.last_ts_ms for p in found] == sorted(
+        (p.last_ts_ms for p in found), reverse=True
+    )
+    [one] = index.pods(contains=found[0].uid[:12])
+    assert one == found[0] == index.identities(uid=one.uid)[0]
+    assert index.pods(contains="pod_0") == [] and index.pods(namespace="shop") == []

@@ -14,12 +14,13 @@ import pytest
 from podledger.read.audit import queries, rules
 from podledger.read.audit.parse import PodRef
 from podledger.read.audit.seed import record_before
-from podledger.read.index import RawRecord, SqliteIndex
+from podledger.read.index import SqliteIndex
 from podledger.schemas import models, to_dict
 from podledger.streams.fold import Coordinates, PodRecord, fold_event
 from podledger.types import Topic
-from podledger.workload import make_pod, workload
+from podledger.workload import IngressEvent, make_pod, workload
 from tests import pods
+from tests.support import fill_audit_index
 
 NODE = "node-000"
 T0 = 1_714_572_000_000
@@ -108,10 +109,8 @@ def test_the_rebuilt_record_is_the_folds_own_after_every_input() -> None:
 
 
 def test_why_from_the_rebuilt_record_answers_as_a_fold_of_the_whole_journal(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    index: SqliteIndex, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    index = SqliteIndex(tmp_path / "audit.sqlite", topics="test")
-    index.add(_records(events()))
     uids = {uid for uid, _, _ in events()}
     answers = {}
     for uid in sorted(uids):
@@ -131,28 +130,19 @@ def test_why_from_the_rebuilt_record_answers_as_a_fold_of_the_whole_journal(
     assert len(answers) > 40 and all(a["replayed"] for a in answers.values())
 
 
-def _records(evts: list[tuple[str, str, Any]]) -> list[RawRecord]:
-    """The journal and history records the fold makes of these events, on partition 0."""
-    records: dict[str, PodRecord | None] = {}
-    inputs: dict[str, int] = {}
-    out: list[RawRecord] = []
-    offsets = {Topic.JOURNAL: 0, Topic.POD_STATUS_HISTORY: 0}
-    for uid, topic, event in evts:
-        at = Coordinates(topic, 0, inputs.setdefault(topic, 0), event.ts_ms)
-        inputs[topic] += 1
-        records[uid], outputs = fold_event(records.get(uid), at, event)
-        for o in outputs:
-            if o.topic in offsets:
-                out.append(RawRecord(o.topic, 0, offsets[o.topic], uid.encode(), o.wire_value()))
-                offsets[o.topic] += 1
-    return out
+@pytest.fixture
+def index(tmp_path: Path) -> SqliteIndex:
+    """An index of the journal and history the fold makes of events(), on partition 0."""
+    idx = SqliteIndex(tmp_path / "audit.sqlite", topics="test")
+    fill_audit_index(
+        idx, [IngressEvent(topic, uid, NODE, event, event.ts_ms) for uid, topic, event in events()]
+    )
+    return idx
 
 
 def test_a_rebuilt_record_that_misses_falls_back_to_the_whole_journal(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    index: SqliteIndex, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    index = SqliteIndex(tmp_path / "audit.sqlite", topics="test")
-    index.add(_records(events()))
     [*_, life] = queries.history(index, PodRef(uid="uid-api"))
     expected = [queries.why(index, PodRef(uid="uid-api"), version=r["version"]) for r in life["versions"]]
 
@@ -167,9 +157,7 @@ def test_a_rebuilt_record_that_misses_falls_back_to_the_whole_journal(
     assert again == expected and all(a["replayed"] for a in again)
 
 
-def test_why_of_the_second_version_one_input_made_names_that_input_alone(tmp_path: Path) -> None:
-    index = SqliteIndex(tmp_path / "audit.sqlite", topics="test")
-    index.add(_records(events()))
+def test_why_of_the_second_version_one_input_made_names_that_input_alone(index: SqliteIndex) -> None:
     [first_life, _] = queries.history(index, PodRef(uid="uid-api"))
     rows = first_life["versions"]
     # The pod worker's terminated fact: the generated status, then TerminatePod's rewrite.
