@@ -5,6 +5,7 @@ Python stands on)."""
 from __future__ import annotations
 
 import asyncio
+import os
 import secrets
 import subprocess
 import time
@@ -52,6 +53,9 @@ class FoldFigures:
     latency_samples: int = 0
     sign_us: float = float("nan")  # proof of origin per record: a node agent signs ...
     verify_us: float = float("nan")  # ... and the fold checks it (schemas/origin.py)
+    workers: int = 1  # fold worker processes of the scaling run (podledger run --workers)
+    events_per_s_n: float = float("nan")  # the pipeline's events/s with that many
+    events_per_cpu_s: float = float("nan")  # one worker's events per second of its own CPU time
 
     def line(self) -> str:
         return (
@@ -61,14 +65,23 @@ class FoldFigures:
             f" floor_events_per_s={self.floor_events_per_s:.0f}"
             f" rss_mb={self.rss_mb:.0f}"
             f" sign_us={self.sign_us:.1f} verify_us={self.verify_us:.1f}"
+            f" workers={self.workers} events_per_s_n={self.events_per_s_n:.0f}"
+            f" events_per_cpu_s={self.events_per_cpu_s:.0f}"
         )
 
 
 def bench_fold(
-    base: Settings, *, pods: int, events: int, rate: int, latency_seconds: float, partitions: int
+    base: Settings,
+    *,
+    pods: int,
+    events: int,
+    rate: int,
+    latency_seconds: float,
+    partitions: int,
+    workers: int = 1,
 ) -> FoldFigures:
     settings = bench_settings(base, partitions=partitions)
-    figures = FoldFigures()
+    figures = FoldFigures(workers=workers)
     asyncio.run(ensure_topics(settings))
     say(f"topics {settings.topic_prefix}* ({partitions} partitions) on {settings.bootstrap}")
 
@@ -83,8 +96,8 @@ def bench_fold(
 
     worker = start_service(settings, "fold")
     try:
-        figures.events_per_s = drain_backlog(settings, worker, len(backlog))
-        say(f"pipeline: {figures.events_per_s:.0f} events/s")
+        figures.events_per_s, figures.events_per_cpu_s = drain_backlog(settings, worker, len(backlog))
+        say(f"pipeline: {figures.events_per_s:.0f} events/s ({figures.events_per_cpu_s:.0f} per CPU second)")
         if rate > 0 and latency_seconds > 0:
             latencies = measure_latency(settings, worker, pods, rate, latency_seconds)
             figures.latency_samples = len(latencies)
@@ -93,6 +106,10 @@ def bench_fold(
         figures.rss_mb = peak_rss_mb(worker.pid)
     finally:
         stop_service(worker)
+    figures.events_per_s_n = figures.events_per_s
+    if workers > 1:
+        figures.events_per_s_n = scale_out(base, backlog, partitions, workers)
+        say(f"pipeline with {workers} workers: {figures.events_per_s_n:.0f} events/s")
 
     lines = [encode(e.value) for e in backlog]
     t = time.monotonic()
@@ -115,6 +132,19 @@ def bench_fold(
     return figures
 
 
+def scale_out(base: Settings, backlog: list[IngressEvent], partitions: int, workers: int) -> float:
+    """Events/s of `workers` fold workers (`podledger run --workers`) over the same backlog on
+    topics of their own, measured as for one worker."""
+    settings = bench_settings(base, partitions=partitions)
+    asyncio.run(ensure_topics(settings))
+    asyncio.run(produce(settings, backlog))
+    supervisor = start_service(settings, "fold", PODLEDGER_FOLD_WORKERS=str(workers))
+    try:
+        return drain_backlog(settings, supervisor, len(backlog))[0]
+    finally:
+        stop_service(supervisor, timeout=90)
+
+
 def origin_cost(events: list[IngressEvent], sample: int = 50_000) -> tuple[float, float]:
     """Microseconds per record to sign (node side) and verify (fold side) the benchmark's records."""
     records = [(e.topic, e.key.encode(), encode(e.value)) for e in events[:sample]]
@@ -134,9 +164,11 @@ def origin_cost(events: list[IngressEvent], sample: int = 50_000) -> tuple[float
     return sign_us, verify_us
 
 
-def drain_backlog(settings: Settings, worker: subprocess.Popen[bytes], total: int) -> float:
-    """Events/s from the worker's first journal entry to its last (start-up excluded)."""
-    first: tuple[float, int] | None = None
+def drain_backlog(settings: Settings, worker: subprocess.Popen[bytes], total: int) -> tuple[float, float]:
+    """Events/s from the worker's first journal entry to its last (start-up excluded), and
+    events per second of the worker process's own CPU time over the same span (for a
+    supervisor, whose workers are other processes, meaningless)."""
+    first: tuple[float, int, float] | None = None  # (when, journal entries, worker CPU seconds)
     last_report = time.monotonic()
     while True:
         if worker.poll() is not None:
@@ -144,14 +176,23 @@ def drain_backlog(settings: Settings, worker: subprocess.Popen[bytes], total: in
         done = asyncio.run(topic_count(settings, Topic.JOURNAL))
         now = time.monotonic()
         if first is None and done > 0:
-            first = (now, done)
+            first = (now, done, cpu_seconds(worker.pid))
         if done >= total:
             assert first is not None
-            return (done - first[1]) / max(now - first[0], 1e-9)
+            cpu = cpu_seconds(worker.pid) - first[2]
+            per_cpu_s = (done - first[1]) / cpu if cpu > 0.5 else float("nan")
+            return (done - first[1]) / max(now - first[0], 1e-9), per_cpu_s
         if now - last_report > 5:
             say(f"folded {done}/{total} ...")
             last_report = now
         time.sleep(0.05)
+
+
+def cpu_seconds(pid: int) -> float:
+    """The CPU time (user and system) a process has used so far, in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()  # after the command name, from field 3 (state)
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
 
 
 def measure_latency(
@@ -297,10 +338,10 @@ async def raw_floor(
                     encoded = orjson.dumps(value)
                     if volume is None:
                         await producer.send(sinks[0], key=record.key, value=encoded, partition=tp.partition)
-                    elif record.timestamp not in volume:
+                    elif value.get("ts_ms") not in volume:  # by event time: brokers may stamp their own
                         continue  # not the backlog's (the latency run's events come after it)
                     else:
-                        for sink, size in zip(sinks, volume[record.timestamp], strict=True):
+                        for sink, size in zip(sinks, volume[value["ts_ms"]], strict=True):
                             if size:
                                 await producer.send(
                                     sink, key=record.key, value=blob[:size], partition=tp.partition
@@ -315,7 +356,10 @@ async def raw_floor(
 
 def print_fold(figures: FoldFigures, *, pods: int, events: int, partitions: int) -> None:
     print(f"{machine()}; pods={pods} events={events} partitions={partitions}")
-    print(f"pipeline (Faust fold, real broker): {figures.events_per_s:,.0f} events/s")
+    print(
+        f"pipeline (Faust fold, real broker): {figures.events_per_s:,.0f} events/s"
+        f"  ({figures.events_per_cpu_s:,.0f} per second of the worker's CPU time)"
+    )
     print(
         f"latency ingress->pod-status:       p50 {figures.p50_ms:.1f} ms  p99 {figures.p99_ms:.1f} ms"
         f"  ({figures.latency_samples} versions)"
@@ -330,6 +374,12 @@ def print_fold(figures: FoldFigures, *, pods: int, events: int, partitions: int)
     for name, floor in floors:
         ratio = floor / figures.events_per_s if figures.events_per_s else float("inf")
         print(f"{'pipeline vs ' + name + ':':36s}{ratio:.1f}x slower")
+    if figures.workers > 1:
+        speedup = figures.events_per_s_n / figures.events_per_s if figures.events_per_s else float("nan")
+        print(
+            f"{f'pipeline, {figures.workers} fold workers:':36s}{figures.events_per_s_n:,.0f} events/s"
+            f"  ({speedup:.2f}x one worker)"
+        )
     print(f"fold worker peak RSS:               {figures.rss_mb:.0f} MB")
     print(
         f"proof of origin per record:         sign {figures.sign_us:.1f} us,"

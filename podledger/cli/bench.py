@@ -20,6 +20,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
         node_figures = bench.bench_node(settings, pods=args.pods, seconds=args.seconds, runtime=args.runtime)
         bench.print_node(node_figures)
         return 0
+    if args.target == "recovery":
+        from podledger.bench.recovery import bench_recovery, print_recovery
+
+        print_recovery(bench_recovery(settings, pods=args.pods, partitions=args.partitions or 6))
+        return 0
     if args.target == "serve":
         from podledger.bench.serve import bench_serve, print_serve
 
@@ -46,6 +51,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         rate=args.rate,
         latency_seconds=args.latency_seconds,
         partitions=partitions,
+        workers=args.workers,
     )
     bench.print_fold(figures, pods=args.pods, events=args.events, partitions=partitions)
     return 0
@@ -59,7 +65,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         " names (or the local one, started if needed) and compares it with the offline fold and a bare"
         " aiokafka loop over the same messages. The last line is machine-readable.",
     )
-    p.add_argument("target", choices=["fold", "sink", "node", "audit", "serve"])
+    p.add_argument("target", choices=["fold", "sink", "node", "audit", "serve", "recovery"])
     p.add_argument("--runtime", default="sim", help="node: the runtime to relist (default sim)")
     p.add_argument(
         "--pods", type=int, default=10_000, help="pods in the workload (default 10000; sink: use 1000)"
@@ -71,6 +77,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--seconds", type=float, default=120.0, help="sink, node: how long the benchmark runs (default 120)"
     )
     p.add_argument("--events", type=int, default=200_000, help="events in the backlog (default 200000)")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="fold: also drain the backlog with this many fold workers, to print the scaling (default 1)",
+    )
     p.add_argument(
         "--versions", type=int, default=1_000_000, help="audit: versions in the history (default 1000000)"
     )

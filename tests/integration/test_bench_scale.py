@@ -1,0 +1,67 @@
+"""The scale-out benchmarks at a small size on the real broker: `bench fold --workers 2` drains its
+backlog with one worker and then with two and keeps the keys of its machine line; `bench recovery`
+fills fold-state, starts a fold worker that takes the partitions over and checks that each
+takeover version follows the stored one (the benchmark fails otherwise). Figures are printed,
+not asserted: only that the runs work and their last lines are machine-readable."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.kafka
+
+
+NUMBER = r"(\d+(?:\.\d+)?)"
+
+
+def bench(kafka_bootstrap: str, *args: str) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        [sys.executable, "-m", "podledger.cli", "bench", *args],
+        env={
+            **{k: v for k, v in os.environ.items() if not k.startswith("PODLEDGER_")},
+            "PODLEDGER_BOOTSTRAP": kafka_bootstrap,
+        },
+        capture_output=True,
+        text=True,
+        timeout=420,
+        stdin=subprocess.DEVNULL,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result
+
+
+def test_bench_fold_with_workers_keeps_its_keys_and_adds_the_scaling(kafka_bootstrap: str) -> None:
+    result = bench(
+        kafka_bootstrap,
+        *("fold", "--pods", "200", "--events", "2000", "--rate", "0", "--partitions", "4", "--workers", "2"),
+    )
+    last = result.stdout.strip().splitlines()[-1]
+    n = NUMBER
+    match = re.fullmatch(
+        rf"fold events_per_s={n} p50_ms=nan p99_ms=nan offline_events_per_s={n} raw_events_per_s={n}"
+        rf" floor_events_per_s={n} rss_mb={n} sign_us={n} verify_us={n} workers=2 events_per_s_n={n}"
+        rf" events_per_cpu_s=(\d+|nan)",
+        last,
+    )
+    assert match, result.stdout
+    assert float(match.group(1)) > 0 and float(match.group(8)) > 0  # both drains were timed
+    assert "pipeline, 2 fold workers:" in result.stdout
+
+
+def test_bench_recovery_prints_a_machine_readable_last_line(kafka_bootstrap: str) -> None:
+    result = bench(kafka_bootstrap, "recovery", "--pods", "2000", "--partitions", "3")
+    last = result.stdout.strip().splitlines()[-1]
+    number = NUMBER
+    match = re.fullmatch(
+        rf"recovery pods=2000 restore_s={number} records_per_s={number} rss_mb={number}"
+        rf" startup_s={number} state_mb={number}",
+        last,
+    )
+    assert match, result.stdout
+    assert float(match.group(1)) > 0 and float(match.group(3)) > 0  # timed, and the worker measured
+    assert "nan" not in result.stdout
