@@ -72,6 +72,10 @@ class Settings:
     fold_batch_size: int = 500  # events folded per batch (outputs acknowledged once per batch)
     fold_batch_ms: int = 20  # longest wait to fill a batch
     watermark_ms: int = 1000  # how often the fold publishes its watermarks (docs/guarantees.md)
+    # With several replicas, how far behind the broker's clock an idle partition's watermark stays:
+    # a record the leader stamped sits above the end offsets until its followers copied it
+    # (the broker's replica.lag.time.max.ms bounds an in-sync follower's lag). Unused with one replica.
+    watermark_isr_lag_ms: int = 30_000
     fold_workers: int = 1  # processes `podledger run --roles fold` runs (podledger/workers.py)
     session_timeout_ms: int = 10_000  # a worker that stops heartbeating loses its partitions after this
     sink_qps: float = 50.0
@@ -243,6 +247,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "fold_batch_size": (1, 100_000),
     "fold_batch_ms": (0, 60_000),
     "watermark_ms": (100, 3_600_000),
+    "watermark_isr_lag_ms": (0, 600_000),
     "fold_workers": (1, 64),
     "session_timeout_ms": (6_000, 1_800_000),  # the broker's default group session limits
     "sink_qps": (0.1, 100_000),

@@ -22,7 +22,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from podledger.config import Settings
 from podledger.kafka import new_consumer, read_to_end
-from podledger.read.client.watermark import partition_watermarks
+from podledger.read.client.watermark import partition_watermarks, partitions_of
 from podledger.read.kubeapi.served import PodDoc, pod_doc
 from podledger.schemas import DecodeError, decode, models
 from podledger.streams.watermark import combine
@@ -35,10 +35,11 @@ KEPT_MOMENTS = 4
 async def _ends_at(
     consumer: AIOKafkaConsumer, tps: list[TopicPartition], moment_ms: int
 ) -> dict[TopicPartition, int]:
-    """Per partition, the first offset written after `moment_ms` (the end when none is)."""
-    after = await consumer.offsets_for_times({tp: moment_ms + 1 for tp in tps})
+    """Per partition, the first offset written after `moment_ms` (the end when none is). The end
+    is read first: a record appended between the two reads is then beyond it, not inside."""
     ends = await consumer.end_offsets(tps)
-    return {tp: ends[tp] if after.get(tp) is None else after[tp].offset for tp in tps}
+    after = await consumer.offsets_for_times({tp: moment_ms + 1 for tp in tps})
+    return {tp: ends[tp] if after.get(tp) is None else min(ends[tp], after[tp].offset) for tp in tps}
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,10 +56,12 @@ class PastAnswer:
 
 async def scan_pods_at(settings: Settings, moment_ms: int) -> list[PodDoc]:
     """Every pod that existed at `moment_ms`, at its newest version then."""
-    history_tps = [
-        TopicPartition(settings.topic(Topic.POD_STATUS_HISTORY), p) for p in range(settings.partitions)
-    ]
-    updates_tps = [TopicPartition(settings.topic(Topic.POD_UPDATES), p) for p in range(settings.partitions)]
+    history, updates = settings.topic(Topic.POD_STATUS_HISTORY), settings.topic(Topic.POD_UPDATES)
+    partitions = await partitions_of(settings, [history, updates])
+    history_tps = [TopicPartition(history, p) for p in partitions[history]]
+    updates_tps = [TopicPartition(updates, p) for p in partitions[updates]]
+    if not history_tps:  # no fold has created its topics yet: no pod has a version
+        return []
     consumer = new_consumer(settings)
     await consumer.start()
     try:
@@ -81,6 +84,8 @@ async def scan_pods_at(settings: Settings, moment_ms: int) -> list[PodDoc]:
         updates_ends = await _ends_at(consumer, updates_tps, moment_ms)
         for tp in updates_tps:
             async for record in read_to_end(consumer, tp, end=updates_ends[tp]):
+                if record.timestamp > moment_ms:  # the broker's stamp: after the moment
+                    continue
                 try:
                     update = decode(Topic.POD_UPDATES, record.value)
                 except DecodeError:
@@ -107,7 +112,7 @@ class PastPods:
             return self.kept[moment_ms]
         # The watermark first: what it covers is on the topics before the scan starts.
         marks = await partition_watermarks(self.settings, wait_s=0)
-        watermark_ms = combine(marks, range(self.settings.partitions))
+        watermark_ms = combine(marks, marks.keys())
         answer = PastAnswer(await scan_pods_at(self.settings, moment_ms), watermark_ms, moment_ms)
         if answer.complete:
             self.kept[moment_ms] = answer

@@ -1,7 +1,8 @@
 """The watermark on the real broker (docs/guarantees.md, "Completeness: the watermark"): a fold worker
 publishes, per partition, a time T such that every ingress record stamped at or before T has been
 applied. Checked while it folds a paced burst (every observation is compared with the final topics),
-while it idles, and with an input held for a pod not announced yet."""
+while it idles, with an input held for a pod not announced yet, and with an ingress topic whose
+records keep their writers' stamps (no claim at all until it is repaired)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from typing import Any
 
 import pytest
 from aiokafka import AIOKafkaProducer
+from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.structs import RecordMetadata
 
 from podledger.config import Settings
@@ -25,7 +27,7 @@ from podledger.read.client import partition_watermarks, watermark
 from podledger.read.client.pods import STATUS_VERSION_ANNOTATION
 from podledger.schemas import decode, encode
 from podledger.schemas.cloud_events import rfc3339_ms
-from podledger.streams.topics import ensure_topics
+from podledger.streams.topics import TOPICS, ensure_topics, start_admin, topic_configs
 from podledger.types import Topic
 from podledger.workload import IngressEvent, PodLife, workload
 from tests.support import (
@@ -244,6 +246,46 @@ def test_serve_says_whether_a_past_answer_is_complete_and_kubectl_prints_the_war
     )
     assert shown.returncode == 0, shown.stderr
     assert "Warning: incomplete: the ledger has applied every input only up to" in shown.stderr
+
+
+async def stamp_by_writers(settings: Settings, topic: Topic) -> None:
+    """Make `topic` CreateTime, as a topic an older podledger created (its other configs kept)."""
+    [spec] = [t for t in TOPICS if t.name == topic]
+    name = settings.topic(topic)
+    configs = spec.configs(settings.replication_factor) | {"message.timestamp.type": "CreateTime"}
+    admin = await start_admin(settings)
+    try:
+        await admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, name, configs)])
+        async with asyncio.timeout(30):
+            while (await topic_configs(admin, [name]))[name].get("message.timestamp.type") != "CreateTime":
+                await asyncio.sleep(0.1)
+    finally:
+        await admin.close()
+
+
+def test_no_claim_while_an_ingress_topic_keeps_its_writers_stamps_until_it_is_repaired(
+    settings: Settings, podledger_process: Callable[..., PodledgerProcess]
+) -> None:
+    asyncio.run(ensure_topics(settings))
+    asyncio.run(stamp_by_writers(settings, Topic.PLEG))
+    fold = start_fold(podledger_process, settings)
+
+    # The fold runs and publishes every partition's record, none with a T: no pleg record was
+    # applied, yet a writer may stamp its next one with any time.
+    def every_partition_published() -> bool:
+        marks = asyncio.run(partition_watermarks(settings))
+        return all(w is not None for w in marks.values())
+
+    wait_for(every_partition_published, 120, 0.5, "a record on every partition", fold)
+    time.sleep(1.0)  # several more ticks
+    marks = asyncio.run(partition_watermarks(settings))
+    assert all(w is not None and w.t_ms is None for w in marks.values()), marks
+    assert "podledger topics create" in fold.output()
+
+    # Repaired: claims start within the publisher's re-reading of the configs.
+    assert any(c.action == "altered" for c in asyncio.run(ensure_topics(settings)))
+    wait_for(lambda: asyncio.run(watermark(settings)), 60, 0.5, "a watermark after the repair", fold)
+    assert fold.stop() == 0, fold.output()[-3000:]
 
 
 def get(url: str) -> tuple[int, dict[str, str], Any]:

@@ -6,33 +6,70 @@ from __future__ import annotations
 import pytest
 
 from podledger.schemas import models
-from podledger.streams.watermark import Progress, combine, oldest_held, partition_bound, topic_bound
+from podledger.streams.watermark import (
+    Progress,
+    Stamping,
+    combine,
+    isr_allowance,
+    oldest_held,
+    partition_bound,
+    topic_bound,
+)
 from podledger.types import INGRESS_TOPICS, Topic
 
-# (next offset, end offset, newest applied stamp, clock reading) -> T
+# (next offset, end offset, newest applied stamp, clock reading, ISR allowance) -> T
 TOPIC_VECTORS = [
-    ("nothing applied, nothing read, no clock", 0, None, None, None, None),
-    ("an empty partition, no clock yet", 0, 0, None, None, None),
-    ("an empty partition: up to just before the clock", 0, 0, None, 5_000, 4_999),
-    ("behind: just below the newest applied stamp (ties in a ms)", 3, 10, 1_000, 5_000, 999),
-    ("behind, the newest stamp unknown (restored from a marker)", 3, 10, None, 5_000, None),
-    ("caught up: the clock, read before the end offsets", 10, 10, 1_000, 5_000, 4_999),
-    ("caught up with a record stamped after the reading", 10, 10, 6_000, 5_000, 5_999),
-    ("caught up, no clock: the newest stamp", 10, 10, 1_000, None, 999),
-    ("ahead of an end read earlier: caught up", 12, 10, 1_000, 5_000, 4_999),
-    ("end offsets not read: never caught up", 10, None, 1_000, 5_000, 999),
+    ("nothing applied, nothing read, no clock", 0, None, None, None, 0, None),
+    ("an empty partition, no clock yet", 0, 0, None, None, 0, None),
+    ("an empty partition: up to just before the clock", 0, 0, None, 5_000, 0, 4_999),
+    ("behind: just below the newest applied stamp (ties in a ms)", 3, 10, 1_000, 5_000, 0, 999),
+    ("behind, the newest stamp unknown (restored from a marker)", 3, 10, None, 5_000, 0, None),
+    ("caught up: the clock, read before the end offsets", 10, 10, 1_000, 5_000, 0, 4_999),
+    ("caught up with a record stamped after the reading", 10, 10, 6_000, 5_000, 0, 5_999),
+    ("caught up, no clock: the newest stamp", 10, 10, 1_000, None, 0, 999),
+    ("ahead of an end read earlier: caught up", 12, 10, 1_000, 5_000, 0, 4_999),
+    ("end offsets not read: never caught up", 10, None, 1_000, 5_000, 0, 999),
+    # Several replicas: the end offsets are the high watermark; a record the leader stamped up to
+    # the allowance before the reading may still be above them.
+    ("replicated, caught up: the allowance before the clock", 10, 10, 1_000, 50_000, 30_000, 19_999),
+    ("replicated, caught up: the newest stamp if later", 10, 10, 40_000, 50_000, 30_000, 39_999),
+    ("replicated, an empty partition", 0, 0, None, 50_000, 30_000, 19_999),
+    ("replicated, behind: the allowance changes nothing", 3, 10, 1_000, 50_000, 30_000, 999),
+    ("replicated, a young clock: before the epoch, never a false claim", 0, 0, None, 10, 30_000, -29_991),
 ]
 
 
 @pytest.mark.parametrize(
-    ("case", "next_offset", "end", "newest", "clock", "expected"),
+    ("case", "next_offset", "end", "newest", "clock", "lag", "expected"),
     TOPIC_VECTORS,
     ids=[v[0] for v in TOPIC_VECTORS],
 )
 def test_topic_bound(
-    case: str, next_offset: int, end: int | None, newest: int | None, clock: int | None, expected: int | None
+    case: str,
+    next_offset: int,
+    end: int | None,
+    newest: int | None,
+    clock: int | None,
+    lag: int,
+    expected: int | None,
 ) -> None:
-    assert topic_bound(next_offset, end, newest, clock) == expected
+    assert topic_bound(next_offset, end, newest, clock, lag) == expected
+
+
+# (replicas the ingress partitions have, PODLEDGER_WATERMARK_ISR_LAG_MS) -> the allowance
+ALLOWANCE_VECTORS = [
+    ("one replica: the high watermark is the log end", 1, 30_000, 0),
+    ("three replicas: the in-sync followers' lag", 3, 30_000, 30_000),
+    ("two replicas, a broker with a shorter lag", 2, 10_000, 10_000),
+    ("allowance set to 0", 3, 0, 0),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "replicas", "lag", "expected"), ALLOWANCE_VECTORS, ids=[v[0] for v in ALLOWANCE_VECTORS]
+)
+def test_isr_allowance(case: str, replicas: int, lag: int, expected: int) -> None:
+    assert isr_allowance(replicas, lag) == expected
 
 
 # (topic bounds, oldest held stamp, previous T) -> T
@@ -88,11 +125,64 @@ def test_progress_never_goes_back_and_a_held_input_holds_it() -> None:
     assert fresh.watermark(ENDS, 12_000)[0].t_ms == 9_799
 
 
-def test_a_record_the_broker_did_not_stamp_stops_claims_for_its_topic() -> None:
+def test_a_record_the_broker_did_not_stamp_says_nothing_about_the_records_after_it() -> None:
     progress = Progress(1)
-    progress.applied(Topic.PROBE_RESULTS, 0, None)  # CreateTime: the writer's stamp
-    record, _ = progress.watermark({**ENDS, "probe-results": 1}, 5_000)
-    assert record.t_ms is None and record.offsets["probe-results"] == 1
+    progress.applied(Topic.PROBE_RESULTS, 0, 4_000)
+    progress.applied(Topic.PROBE_RESULTS, 1, None)  # CreateTime: its writer's stamp
+    record, _ = progress.watermark({**ENDS, "probe-results": 5}, 5_000)
+    assert record.t_ms is None and record.offsets["probe-results"] == 2  # behind: no bound
+    progress.applied(Topic.PROBE_RESULTS, 2, 4_500)  # broker-stamped again: stamps rise from here
+    assert progress.watermark({**ENDS, "probe-results": 5}, 5_000)[0].t_ms == 4_499
+
+
+def test_without_claims_the_record_withdraws_t_and_the_next_claims_start_afresh() -> None:
+    progress = Progress(2, last=models.Watermark(2, 9_000, ENDS, None))
+    record, caught_up = progress.watermark(ENDS, 12_000, claims=False)
+    assert (record.t_ms, caught_up) == (None, False)  # not carried on: it may have been false
+    assert record.offsets == ENDS
+    progress.last = record  # published
+    progress.applied(Topic.PLEG, 0, 8_000)  # after the repair, a record behind the old claim
+    assert progress.watermark({**ENDS, "pleg": 3}, 12_000)[0].t_ms == 7_999  # no floor at 9_000
+
+
+def test_the_isr_allowance_holds_a_caught_up_partition_back() -> None:
+    progress = Progress(0)
+    progress.applied(Topic.PLEG, 0, 40_000)
+    ends = {**ENDS, "pleg": 1}
+    assert progress.watermark(ends, 100_000)[0].t_ms == 99_999
+    assert progress.watermark(ends, 100_000, lag_ms=30_000)[0].t_ms == 69_999
+    # pleg's newest stamp is later than the allowance, but the other (empty) topics' bounds are not
+    assert progress.watermark(ends, 60_000, lag_ms=30_000)[0].t_ms == 29_999
+
+
+LOG_APPEND = {str(t): "LogAppendTime" for t in INGRESS_TOPICS}
+
+
+def test_no_claims_before_the_configs_are_read_nor_while_a_topic_is_writer_stamped() -> None:
+    stamping = Stamping()
+    assert not stamping.claims and stamping.stale
+    assert stamping.configs(LOG_APPEND) == (set(), set())
+    assert stamping.claims and not stamping.stale
+
+    # Found per topic (one config for all its partitions): no claims on any partition.
+    assert stamping.configs({**LOG_APPEND, "pleg": "CreateTime"}) == ({"pleg"}, set())
+    assert not stamping.claims
+    assert stamping.configs({**LOG_APPEND, "pleg": "CreateTime"}) == (set(), set())  # warned once
+    assert stamping.configs(LOG_APPEND) == (set(), {"pleg"}) and stamping.claims  # repaired
+
+    missing = {k: v for k, v in LOG_APPEND.items() if k != "pod-lifecycle"}
+    assert stamping.configs(missing) == ({"pod-lifecycle"}, set()) and not stamping.claims
+
+
+def test_a_writer_stamped_record_asks_for_a_new_reading_of_the_configs() -> None:
+    stamping = Stamping()
+    assert stamping.configs({**LOG_APPEND, "probe-results": "CreateTime"}) == ({"probe-results"}, set())
+    stamping.writer_stamped()
+    assert stamping.stale and not stamping.claims
+    stamping.configs(LOG_APPEND)  # repaired: the record predates it
+    assert stamping.claims
+    stamping.writer_stamped()
+    assert stamping.stale  # read again at the next tick; the partition's own bound waits meanwhile
 
 
 def test_offsets_only_advance_and_stamps_follow_the_newest_offset() -> None:
