@@ -110,6 +110,11 @@ def from_dict(topic: str, obj: Any) -> Any:
     return _build(MODELS[topic], obj)
 
 
+def build(topic: str, obj: dict[str, Any]) -> Any:
+    """The model of a value already validated against its topic's schema (no second check)."""
+    return _build(MODELS[topic], obj)
+
+
 def _build(cls: type[T], obj: dict[str, Any]) -> T:
     nested = _NESTED.get(cls)
     if nested is None:  # the ingress models: plain JSON fields, named once per model

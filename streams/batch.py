@@ -120,18 +120,24 @@ class BatchFold:
         clock: dict[int, int] | None = None,
         keyring: Mapping[str, bytes] | None = None,
         partitions: int = 0,
+        encode_journal: bool = True,
     ) -> None:
         """`clock`: each partition's newest pod-updates event time before this batch. Held
         events expire by it (see fold.HoldLimits), not just by this batch's events.
 
         `keyring` (node -> status key) turns on the origin check: a message must prove its
         writer (schemas/origin.py), that writer must be the node the event names, and the
-        message must sit on that node's partition (of `partitions`); anything else is `forged`."""
+        message must sit on that node's partition (of `partitions`); anything else is `forged`.
+
+        `encode_journal` False skips checking here that journal entries encode, for a driver whose
+        every event comes decoded from JSON (such a value always encodes again); they are encoded
+        when, and if, they are published."""
         self.lookup = lookup
         self.limits = limits
         self.max_bytes = max_bytes
         self.keyring = keyring
         self.partitions = partitions
+        self.encode_journal = encode_journal
         self.batch = Batch(newest=dict(clock or {}))
 
     def record(self, key: bytes) -> PodRecord | None:
@@ -189,7 +195,8 @@ class BatchFold:
         try:
             record, outputs = fold_event(before, at, event, self.limits, proof)
             for out in outputs:  # a status the wire cannot carry (an integer past 64 bits) is poison too
-                out.wire_value()
+                if self.encode_journal or out.topic != Topic.JOURNAL:
+                    out.wire_value()
         except Exception as exc:  # poison: parked with its coordinates, the batch goes on
             record, outputs = before, [unusable(at, event, exc)]
         if record is not before:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, TypedDict
 
 from podledger.schemas import DecodeError, decode, encode, from_dict, models, to_dict
+from podledger.schemas.codec import build
 from podledger.schemas.origin import Proof, proof_headers
 from podledger.streams import status as status_gen
 from podledger.streams import status_manager
@@ -185,7 +186,7 @@ def fold_event(
         for item in held:
             held_item = HeldEvent.from_json(item)
             held_at = held_item.at
-            held_event = from_dict(held_at.topic, held_item.value)
+            held_event = build(held_at.topic, held_item.value)  # validated when it was held
             if record is None:  # announced only to be removed: the held events have no pod
                 outputs.append(_dead_letter_unknown_pod(event.uid, held_at, held_event, "pod removed"))
                 continue

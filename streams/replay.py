@@ -80,15 +80,23 @@ def parse_line(line_no: int, line: bytes | str) -> tuple[Coordinates, Any] | Out
 
 
 class Replayer:
-    """The offline fold, fed one line at a time (`podledger verify` folds as it reads Kafka)."""
+    """The offline fold, fed one line at a time (`podledger verify` folds as it reads Kafka).
+
+    Each line is a batch of its own, folded by one BatchFold for the whole run."""
 
     def __init__(self, limits: HoldLimits = DEFAULT_HOLD, stats: ReplayStats | None = None) -> None:
         self.limits = limits
         self.stats = stats if stats is not None else ReplayStats()
         self.records: dict[bytes, PodRecord] = {}
         self.waiting: set[bytes] = set()
-        self.clock: dict[int, int] = {}
         self.line_no = 0
+        # Every event here is decoded from a JSON line, so its journal entry encodes again.
+        self.fold = BatchFold(self.records.get, limits, 1 << 62, {}, encode_journal=False)
+
+    @property
+    def clock(self) -> dict[int, int]:
+        """Each partition's newest pod-updates event time so far."""
+        return self.fold.batch.newest
 
     def feed(self, line: bytes | str) -> list[Output]:
         """Fold one line as a batch of its own; every output the live fold would publish."""
@@ -103,20 +111,27 @@ class Replayer:
             return [parsed]
         at, event = parsed
         stats.events += 1
-        fold = BatchFold(self.records.get, self.limits, 1 << 62, self.clock)
+        fold = self.fold
+        batch = fold.batch
         fold.add_event(at, event, journal=True)
-        fold.expire_held(self.waiting)
-        self.clock = fold.batch.newest
-        for key, (_, record) in fold.batch.changed.items():
+        if self.waiting or batch.changed:
+            fold.expire_held(self.waiting)
+        for key, (_, record) in batch.changed.items():
             if record is None:
                 self.records.pop(key, None)
             else:
                 self.records[key] = record
                 stats.pods.add(key.decode())
-        outputs = [out for _, out in fold.batch.journal + fold.batch.outputs]
+        outputs = [out for _, out in batch.journal]
+        outputs += [out for _, out in batch.outputs]
+        batch.journal.clear()
+        batch.outputs.clear()
+        batch.changed.clear()
         for out in outputs:
-            stats.versions += out.topic == Topic.POD_STATUS_HISTORY
-            stats.rejected += out.topic == Topic.DEAD_LETTER
+            if out.topic == Topic.POD_STATUS_HISTORY:
+                stats.versions += 1
+            elif out.topic == Topic.DEAD_LETTER:
+                stats.rejected += 1
         return outputs
 
     def finish(self) -> list[Output]:

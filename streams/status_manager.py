@@ -9,10 +9,15 @@ The rules: docs/kubelet-rules.md#status-manager.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from typing import Any
 
+from podledger.streams.canonical import (
+    MAX_TERMINATION_MESSAGE_BYTES,
+    normalize_in_place,
+    normalize_status,
+    semantic,
+    truncate_time,
+)
 from podledger.streams.pod_json import (
     GONE_WHEN_TERMINATED,
     KUBELET_OWNED_CONDITIONS,
@@ -30,8 +35,19 @@ from podledger.types import TERMINAL_PHASES, JSONDict
 
 # Conditions whose lastTransitionTime the status manager maintains (updateLastTransitionTime).
 TRANSITION_TIMED = KUBELET_OWNED_CONDITIONS | SHARED_CONDITIONS | {"PodHasNetwork"}
-MAX_TERMINATION_MESSAGE_BYTES = 12288  # MaxPodTerminationMessageLogLength
-_FRACTION = re.compile(r"\.\d+(?=Z|[+-]\d\d:\d\d$)")
+# Kept importable from here (the sink's decisions use them); they live in streams/canonical.py.
+_semantic = semantic
+__all__ = [
+    "MAX_TERMINATION_MESSAGE_BYTES",
+    "StatusUpdate",
+    "check_container_state_transition",
+    "is_pod_status_by_kubelet_equal",
+    "normalize_status",
+    "set_pod_status",
+    "terminate_pod_status",
+    "truncate_time",
+    "update_last_transition_times",
+]
 
 
 # --------------------------------------------------------------------------- checkContainerStateTransition
@@ -72,112 +88,7 @@ def check_container_state_transition(old: JSONDict, new: JSONDict, pod: JSONDict
     return None
 
 
-# --------------------------------------------------------------------------- normalizeStatus
-
-
-def truncate_time(value: Any) -> Any:
-    """RFC 3339 to whole seconds, as the apiserver stores times."""
-    return _FRACTION.sub("", value) if isinstance(value, str) and "." in value else value
-
-
-def _truncate_bytes(text: str, limit: int) -> str:
-    raw = text.encode()
-    # Cut on bytes like the kubelet; drop a character the cut split rather than emit invalid UTF-8.
-    return text if len(raw) <= limit else raw[:limit].decode(errors="ignore")
-
-
-def normalize_status(pod: JSONDict, status: JSONDict) -> JSONDict:
-    """A copy with messages cut to the byte budget, times in seconds, statuses sorted (normalizeStatus)."""
-    return _normalize_in_place(pod, json_copy(status))
-
-
-def _normalize_in_place(pod: JSONDict, status: JSONDict) -> JSONDict:
-    """normalizeStatus on `status`, its lists, its container statuses and its conditions, which it
-    changes in place; a container's state that needs a change is replaced by a changed copy (states
-    may be shared with the cached status, which stays as it was)."""
-    spec = pod.get("spec") or {}
-    count = sum(len(spec.get(k) or []) for k in ("containers", "initContainers", "ephemeralContainers"))
-    budget = MAX_TERMINATION_MESSAGE_BYTES // count if count > 0 else MAX_TERMINATION_MESSAGE_BYTES
-
-    for key in ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses"):
-        for cs in status.get(key) or []:
-            for which in ("state", "lastState"):
-                state = cs.get(which) or {}
-                normalized = _normalized_state(state, budget)
-                if normalized is not state:
-                    cs[which] = normalized
-    if "startTime" in status:
-        status["startTime"] = truncate_time(status["startTime"])
-    for cond in status.get("conditions") or []:
-        for t in ("lastProbeTime", "lastTransitionTime"):
-            if t in cond:
-                cond[t] = truncate_time(cond[t])
-
-    for key in ("containerStatuses", "ephemeralContainerStatuses"):
-        if status.get(key):
-            status[key] = sorted(status[key], key=lambda s: s["name"])
-    if status.get("initContainerStatuses"):
-        order = {c["name"]: i for i, c in enumerate(spec.get("initContainers") or [])}
-        status["initContainerStatuses"] = sorted(
-            status["initContainerStatuses"], key=lambda s: order.get(s["name"], len(order))
-        )
-    return status
-
-
-def _normalized_state(state: JSONDict, budget: int) -> JSONDict:
-    """A container state with its terminated message cut and its times in seconds: `state` itself
-    when nothing changes, else a changed copy."""
-    terminated = state.get("terminated")
-    if terminated:
-        changed = terminated
-        if isinstance(terminated.get("message"), str):
-            message = _truncate_bytes(terminated["message"], budget)
-            if message != terminated["message"]:
-                changed = {**changed, "message": message}
-        for t in ("startedAt", "finishedAt"):
-            if t in terminated:
-                value = truncate_time(terminated[t])
-                if value != terminated[t]:
-                    changed = {**changed, t: value}
-        if changed is not terminated:
-            state = {**state, "terminated": changed}
-    running = state.get("running")
-    if running and "startedAt" in running:
-        value = truncate_time(running["startedAt"])
-        if value != running["startedAt"]:
-            state = {**state, "running": {**running, "startedAt": value}}
-    return state
-
-
 # --------------------------------------------------------------------------- isPodStatusByKubeletEqual
-
-
-def _semantic(value: Any) -> Any:
-    """The canonical form of JSON data under Go's semantic equality: a missing field, null, an
-    empty string and an empty list are alike and dropped. An empty object is kept: it stands for
-    a set pointer to an empty struct (`waiting: {}`), which Go tells apart from a nil one.
-    Every dict and list in the result is new (the status manager stores it)."""
-    kind = type(value)
-    if kind is list:
-        return [_semantic(item) if type(item) is dict or type(item) is list else item for item in value]
-    if kind is not dict:
-        return value
-    out = {}
-    for key, item in value.items():
-        kind = type(item)
-        if kind is str:
-            if item:
-                out[key] = item
-        elif kind is bool or kind is int:
-            out[key] = item
-        elif kind is dict:
-            out[key] = _semantic(item)
-        elif kind is list:
-            if item:
-                out[key] = _semantic(item)
-        elif not (item is None or item == "" or item == []):
-            out[key] = item
-    return out
 
 
 def _owned_conditions_match(old: JSONDict, new: JSONDict) -> bool:
@@ -205,7 +116,7 @@ def is_pod_status_by_kubelet_equal(old: JSONDict, new: JSONDict) -> bool:
     if not _owned_conditions_match(old, new):
         return False
     replaced = {**old, "conditions": new.get("conditions")}
-    return replaced == new or _semantic(replaced) == _semantic(new)
+    return replaced == new or semantic(replaced) == semantic(new)
 
 
 def _kubelet_equal_canonical(old: JSONDict, new: JSONDict) -> bool:
@@ -272,7 +183,7 @@ def set_pod_status(
         status["startTime"] = old["startTime"]
     elif not status.get("startTime"):
         status["startTime"] = now
-    status = _semantic(_normalize_in_place(pod, status))
+    status = semantic(normalize_in_place(pod, status))
     for cond in status.get("conditions") or []:
         cond.setdefault("lastProbeTime", None)  # as the API shows it; the same shape every time
     if cached is not None and not force and _kubelet_equal_canonical(cached, status):

@@ -1,0 +1,132 @@
+"""The canonical form of a pod status: the status manager's normalizeStatus (messages cut to a byte
+budget, times in whole seconds, container statuses sorted) and Go's semantic equality (missing,
+null, empty string and empty list alike), over plain dicts. No I/O.
+
+A status in canonical form compares by plain dict equality exactly when the kubelet would call
+the two statuses semantically equal; the fold stores and publishes statuses in this form. The
+rules: docs/kubelet-rules.md#status-manager.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from podledger.streams.pod_json import json_copy
+from podledger.types import JSONDict
+
+MAX_TERMINATION_MESSAGE_BYTES = 12288  # MaxPodTerminationMessageLogLength
+_FRACTION = re.compile(r"\.\d+(?=Z|[+-]\d\d:\d\d$)")
+CONTAINER_LISTS = ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses")
+
+
+def truncate_time(value: Any) -> Any:
+    """RFC 3339 to whole seconds, as the apiserver stores times."""
+    return _FRACTION.sub("", value) if isinstance(value, str) and "." in value else value
+
+
+def _truncate_bytes(text: str, limit: int) -> str:
+    raw = text.encode()
+    # Cut on bytes like the kubelet; drop a character the cut split rather than emit invalid UTF-8.
+    return text if len(raw) <= limit else raw[:limit].decode(errors="ignore")
+
+
+def message_budget(pod: JSONDict) -> int:
+    """Bytes of termination message each container may keep: the pod's budget split evenly."""
+    spec = pod.get("spec") or {}
+    count = sum(len(spec.get(k) or []) for k in ("containers", "initContainers", "ephemeralContainers"))
+    return MAX_TERMINATION_MESSAGE_BYTES // count if count > 0 else MAX_TERMINATION_MESSAGE_BYTES
+
+
+def normalize_status(pod: JSONDict, status: JSONDict) -> JSONDict:
+    """A copy with messages cut to the byte budget, times in seconds, statuses sorted (normalizeStatus)."""
+    return normalize_in_place(pod, json_copy(status))
+
+
+def normalize_in_place(pod: JSONDict, status: JSONDict) -> JSONDict:
+    """normalizeStatus on `status`, its lists, its container statuses and its conditions, which it
+    changes in place; a container's state that needs a change is replaced by a changed copy (states
+    may be shared with the cached status, which stays as it was)."""
+    budget = message_budget(pod)
+    for key in CONTAINER_LISTS:
+        for cs in status.get(key) or []:
+            normalize_container_status(cs, budget)
+    if "startTime" in status:
+        status["startTime"] = truncate_time(status["startTime"])
+    for cond in status.get("conditions") or []:
+        for t in ("lastProbeTime", "lastTransitionTime"):
+            if t in cond:
+                cond[t] = truncate_time(cond[t])
+
+    for key in ("containerStatuses", "ephemeralContainerStatuses"):
+        if status.get(key):
+            status[key] = sorted(status[key], key=lambda s: s["name"])
+    if status.get("initContainerStatuses"):
+        spec = pod.get("spec") or {}
+        order = {c["name"]: i for i, c in enumerate(spec.get("initContainers") or [])}
+        status["initContainerStatuses"] = sorted(
+            status["initContainerStatuses"], key=lambda s: order.get(s["name"], len(order))
+        )
+    return status
+
+
+def normalize_container_status(cs: JSONDict, budget: int) -> None:
+    """One container status's states normalized, in place (on `cs`, never on its states)."""
+    for which in ("state", "lastState"):
+        state = cs.get(which) or {}
+        normalized = _normalized_state(state, budget)
+        if normalized is not state:
+            cs[which] = normalized
+
+
+def _normalized_state(state: JSONDict, budget: int) -> JSONDict:
+    """A container state with its terminated message cut and its times in seconds: `state` itself
+    when nothing changes, else a changed copy."""
+    terminated = state.get("terminated")
+    if terminated:
+        changed = terminated
+        if isinstance(terminated.get("message"), str):
+            message = _truncate_bytes(terminated["message"], budget)
+            if message != terminated["message"]:
+                changed = {**changed, "message": message}
+        for t in ("startedAt", "finishedAt"):
+            if t in terminated:
+                value = truncate_time(terminated[t])
+                if value != terminated[t]:
+                    changed = {**changed, t: value}
+        if changed is not terminated:
+            state = {**state, "terminated": changed}
+    running = state.get("running")
+    if running and "startedAt" in running:
+        value = truncate_time(running["startedAt"])
+        if value != running["startedAt"]:
+            state = {**state, "running": {**running, "startedAt": value}}
+    return state
+
+
+def semantic(value: Any) -> Any:
+    """The canonical form of JSON data under Go's semantic equality: a missing field, null, an
+    empty string and an empty list are alike and dropped. An empty object is kept: it stands for
+    a set pointer to an empty struct (`waiting: {}`), which Go tells apart from a nil one.
+    Every dict and list in the result is new (the status manager stores it)."""
+    kind = type(value)
+    if kind is list:
+        return [semantic(item) if type(item) is dict or type(item) is list else item for item in value]
+    if kind is not dict:
+        return value
+    out = {}
+    for key, item in value.items():
+        kind = type(item)
+        if kind is str:
+            if item:
+                out[key] = item
+        elif kind is bool or kind is int:
+            out[key] = item
+        elif kind is dict:
+            out[key] = semantic(item)
+        elif kind is list:
+            if item:
+                out[key] = semantic(item)
+        elif not (item is None or item == "" or item == []):
+            out[key] = item
+    return out
