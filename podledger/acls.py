@@ -8,7 +8,8 @@ carries the topic prefix; docs/architecture.md, "Trust boundaries"):
   pod-lifecycle and pod-status (it replays its partition without a consumer group);
 - fold: reads the four ingress topics, journal, pod-status-history, fold-state and
   pod-status-watermarks; writes journal, pod-status, pod-status-history, dead-letter, fold-state
-  and pod-status-watermarks; consumer group: the fold's app id;
+  and pod-status-watermarks; describes the ingress topics' configs (the watermark claims nothing
+  for a topic the broker does not stamp); consumer group: the fold's app id;
 - sink: reads pod-status and sink-state; writes sink-state and pod-deletions; consumer group
   `<prefix>sink`;
 - consumer: reads pod-status, pod-status-history, pod-deletions, journal and
@@ -231,6 +232,7 @@ def role_bindings(ns: Namespace, role: str, user: str) -> list[Binding]:
     elif role == "fold":
         out += _topics(p, Operation.READ, map(ns.topic, FOLD_READS))
         out += _topics(p, Operation.WRITE, map(ns.topic, FOLD_WRITES))
+        out += _topics(p, Operation.DESCRIBE_CONFIGS, map(ns.topic, INGRESS))
         out += _faust_worker(p, ns.fold_app_id)
     elif role == "sink":
         out += _topics(p, Operation.READ, map(ns.topic, SINK_READS))

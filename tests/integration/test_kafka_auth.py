@@ -83,7 +83,7 @@ def test_acls_apply_prints_what_it_adds_changes_nothing_twice_and_removes_a_stal
     assert first.returncode == 0, first.stderr
     lines = first.stdout.splitlines()
     added = [line.split(None, 1)[1] for line in lines if line.startswith("added ")]
-    assert len(added) == 45  # 7 per node agent, 17 for the fold, 8 for the sink, 6 for the consumer
+    assert len(added) == 49  # 7 per node agent, 21 for the fold, 8 for the sink, 6 for the consumer
     for expected in (
         f"User:node-a WRITE topic {topic_prefix}pod-updates",
         f"User:node-b READ topic {topic_prefix}pod-status",
@@ -92,11 +92,11 @@ def test_acls_apply_prints_what_it_adds_changes_nothing_twice_and_removes_a_stal
         f"User:consumer READ group {topic_prefix}consumer.*",
     ):
         assert expected in added
-    assert lines[-1] == "45 added, 0 removed, 0 unchanged"
+    assert lines[-1] == "49 added, 0 removed, 0 unchanged"
 
     second = run_podledger("acls", "apply", *PRINCIPAL_ARGS, env=env)
     assert second.returncode == 0, second.stderr
-    assert second.stdout.splitlines() == ["no change: 45 bindings as wanted"]
+    assert second.stdout.splitlines() == ["no change: 49 bindings as wanted"]
 
     # A grant someone added by hand on podledger's topics is stale: apply removes it. A DENY and a
     # grant on another deployment's topic are not apply's to manage.
@@ -127,7 +127,7 @@ def test_acls_apply_prints_what_it_adds_changes_nothing_twice_and_removes_a_stal
     assert third.returncode == 0, third.stderr
     assert third.stdout.splitlines() == [
         f"removed      User:consumer WRITE topic {topic_prefix}pod-status",
-        "0 added, 1 removed, 45 unchanged",
+        "0 added, 1 removed, 49 unchanged",
     ]
     # Dropping a node from the list removes its grants.
     fourth = run_podledger(
@@ -144,7 +144,7 @@ def test_acls_apply_prints_what_it_adds_changes_nothing_twice_and_removes_a_stal
         env=env,
     )
     assert fourth.returncode == 0, fourth.stderr
-    assert fourth.stdout.splitlines()[-1] == "0 added, 7 removed, 38 unchanged"
+    assert fourth.stdout.splitlines()[-1] == "0 added, 7 removed, 42 unchanged"
     assert all("User:node-b" in line for line in fourth.stdout.splitlines()[:-1])
 
 
