@@ -37,6 +37,24 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 # --------------------------------------------------------------------------------------------------
 
 
+def with_topics(settings: Settings, partitions: int) -> Settings:
+    """The test's settings (its own topic prefix) with `partitions` per topic, the topics created:
+    for tests whose workers share the partitions out."""
+    import asyncio
+
+    from podledger.streams.topics import ensure_topics
+
+    sized = Settings.from_env(
+        env={},
+        bootstrap=settings.bootstrap,
+        topic_prefix=settings.topic_prefix,
+        partitions=partitions,
+        node=settings.node,
+    )
+    asyncio.run(ensure_topics(sized))
+    return sized
+
+
 def podledger_env(settings: Settings, kubeconfig: str | None = None, **extra: str) -> dict[str, str]:
     """The environment that points a podledger process at the test's broker, topics, node (and cluster)."""
     env = {

@@ -21,7 +21,6 @@ import pytest
 
 from podledger.config import Settings
 from podledger.schemas import decode, encode
-from podledger.streams.topics import ensure_topics
 from podledger.workload import produce, workload
 from tests.support import (
     assert_versions_have_no_gaps,
@@ -30,6 +29,7 @@ from tests.support import (
     podledger_env,
     read_topic,
     wait_for,
+    with_topics,
 )
 
 pytestmark = pytest.mark.kafka
@@ -40,14 +40,7 @@ PODS, EVENTS, KILLS = 300, 6000, 4
 def test_two_workers_killed_at_random_lose_nothing_and_never_disagree(
     settings: Settings, podledger_process, tmp_path: Path
 ) -> None:
-    settings = Settings.from_env(
-        env={},
-        bootstrap=settings.bootstrap,
-        topic_prefix=settings.topic_prefix,
-        partitions=6,
-        node=settings.node,
-    )
-    asyncio.run(ensure_topics(settings))
+    settings = with_topics(settings, 6)
     env = podledger_env(settings, None, PODLEDGER_SESSION_TIMEOUT_MS="6000", PODLEDGER_FOLD_BATCH_SIZE="200")
     workers = {name: podledger_process(["run", "--roles", "fold"], env=env) for name in ("a", "b")}
     events = list(workload(PODS, EVENTS, nodes=12, seed=11))

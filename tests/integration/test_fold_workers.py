@@ -19,7 +19,7 @@ from podledger.bench.recovery import fold_group_members
 from podledger.config import Settings
 from podledger.local import free_port
 from podledger.schemas import decode, encode
-from podledger.streams.topics import admin_client, ensure_topics
+from podledger.streams.topics import admin_client
 from podledger.workload import produce, workload
 from tests.support import (
     assert_versions_have_no_gaps,
@@ -32,6 +32,7 @@ from tests.support import (
     sample_value,
     wait_for,
     wait_for_topic,
+    with_topics,
 )
 
 pytestmark = pytest.mark.kafka
@@ -87,14 +88,7 @@ def alive(pid: int) -> bool:
 def test_two_fold_workers_share_the_partitions_and_fold_every_pod_once(
     settings: Settings, podledger_process, tmp_path: Path
 ) -> None:
-    settings = Settings.from_env(
-        env={},
-        bootstrap=settings.bootstrap,
-        topic_prefix=settings.topic_prefix,
-        partitions=6,
-        node=settings.node,
-    )
-    asyncio.run(ensure_topics(settings))
+    settings = with_topics(settings, 6)
     port = ports_for_two()
     env = podledger_env(
         settings,
