@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import dataclasses
 import logging
 import os
@@ -36,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from podledger.children import die_with_parent
 from podledger.config import ENV_PREFIX, Settings
 from podledger.errors import UserError
 from podledger.paths import cache_dir
@@ -94,13 +94,6 @@ def worker_env(settings: Settings, index: int) -> dict[str, str]:
         ENV_PREFIX + "DATA_DIR": str(data_dir),
         ENV_PREFIX + "HEALTH_PORT": str(settings.health_port + index if settings.health_port else 0),
     }
-
-
-def _die_with_supervisor() -> None:
-    """In the child: SIGTERM when the supervisor dies, and a session of its own."""
-    with contextlib.suppress(Exception):
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    os.setsid()
 
 
 async def _pass_on(stream: asyncio.StreamReader | None, out: IO[bytes], prefix: bytes) -> None:
@@ -166,7 +159,7 @@ class Supervisor:
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
-                preexec_fn=_die_with_supervisor,
+                preexec_fn=die_with_parent,
                 limit=1 << 16,
             )
             self.children[index] = child

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import signal
 import subprocess
 import sys
@@ -11,15 +10,8 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from podledger.children import die_with_parent
 from podledger.local.processes import log_tail
-
-_LIBC = ctypes.CDLL(None, use_errno=True)
-PR_SET_PDEATHSIG = 1
-
-
-def _die_with_us() -> None:
-    """In the child: get SIGTERM if the chaos process dies (no orphan survives a hard kill)."""
-    _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 class Service:
@@ -48,8 +40,7 @@ class Service:
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                start_new_session=True,  # no terminal signal reaches it: chaos stops it
-                preexec_fn=_die_with_us,
+                preexec_fn=die_with_parent,  # no terminal signal reaches it: chaos stops it
             )
 
     @property

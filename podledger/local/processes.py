@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import shutil
 import signal
@@ -13,6 +12,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from podledger.children import die_with_parent
 from podledger.errors import UserError
 
 
@@ -30,13 +30,6 @@ def need_tool(tool: str, how: str) -> str:
     return path
 
 
-def _die_with_parent() -> None:
-    """In the child: get SIGTERM if the process that started us dies (tests killed hard)."""
-    with contextlib.suppress(Exception):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    os.setsid()
-
-
 def spawn(cmd: list[str], log_path: Path, *, detached: bool, env: dict[str, str] | None = None) -> int:
     logf = open(log_path, "ab")  # noqa: SIM115 - handed to the child
     try:
@@ -46,7 +39,7 @@ def spawn(cmd: list[str], log_path: Path, *, detached: bool, env: dict[str, str]
             stdout=logf,
             stderr=subprocess.STDOUT,
             env=env,
-            preexec_fn=os.setsid if detached else _die_with_parent,
+            preexec_fn=os.setsid if detached else die_with_parent,
         )
     finally:
         logf.close()

@@ -4,7 +4,6 @@ the pod a request names and the detail pane's data (read/ui/views.py), and the p
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -121,21 +120,8 @@ def test_detail_of_a_version_is_the_why_data_with_its_lines(index: SqliteIndex) 
     assert first["changes_title"] == "changes (first version)" and first["previous_version"] is None
 
 
-class ScanOnly:
-    """An AuditIndex other than the SQLite one: the catalog lists it through the protocol's scan."""
-
-    def __init__(self, inner: SqliteIndex) -> None:
-        self.inner = inner
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "db":
-            raise AttributeError(name)
-        return getattr(self.inner, name)
-
-
-@pytest.mark.parametrize("wrap", [lambda i: i, ScanOnly], ids=["sqlite", "scan"])
-def test_catalog_lists_namespaces_and_finds_pods(index: SqliteIndex, wrap: Any) -> None:
-    idx = wrap(index)
+def test_catalog_lists_namespaces_and_finds_pods(index: SqliteIndex) -> None:
+    idx = index
     assert catalog.namespaces(idx) == [{"namespace": "default", "pods": 1}, {"namespace": "shop", "pods": 3}]
     shop = catalog.pods(idx, namespace="shop")
     assert sorted(p.name for p in shop) == ["cart", "web", "web-2"]
