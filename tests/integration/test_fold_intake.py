@@ -11,6 +11,7 @@ import orjson
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+from aiokafka.errors import MessageSizeTooLargeError
 
 from podledger.config import Settings
 from podledger.kafka import DeliveryHealth, OutRecord, deliver_batched
@@ -77,6 +78,23 @@ async def set_max_message_bytes(settings: Settings, topic: Topic, limit: int) ->
         await admin.close()
 
 
+async def until_refused(settings: Settings, topic: Topic) -> None:
+    """Wait until the broker applies a lowered max.message.bytes (it does so a little after the
+    alteration is acknowledged): probe records, keyed `probe`, go to partition 0 until refused."""
+    producer = AIOKafkaProducer(bootstrap_servers=settings.bootstrap, acks="all", request_timeout_ms=5000)
+    await producer.start()
+    try:
+        for _ in range(300):
+            try:
+                await producer.send_and_wait(settings.topic(topic), b"x" * 256, key=b"probe", partition=0)
+            except MessageSizeTooLargeError:
+                return
+            await asyncio.sleep(0.1)
+        raise AssertionError(f"{topic} still takes 256-byte records 30 s after max.message.bytes was lowered")
+    finally:
+        await producer.stop()
+
+
 def test_batched_records_land_in_order_at_the_offsets_returned(settings: Settings) -> None:
     """Several batches per topic-partition (16 KB batches, 1.5 MB per partition), two topics."""
     asyncio.run(ensure_topics(settings))
@@ -121,6 +139,7 @@ def test_a_refused_topic_is_resent_until_taken_and_the_others_are_sent_once(sett
     once and are never sent again; the history's are, on a new producer, until the repair."""
     asyncio.run(ensure_topics(settings))
     asyncio.run(set_max_message_bytes(settings, Topic.POD_STATUS_HISTORY, 64))
+    asyncio.run(until_refused(settings, Topic.POD_STATUS_HISTORY))
     journal = records_for(settings, Topic.JOURNAL, 200, 100)
     history = records_for(settings, Topic.POD_STATUS_HISTORY, 200, 100)
     health = DeliveryHealth()
@@ -132,8 +151,9 @@ def test_a_refused_topic_is_resent_until_taken_and_the_others_are_sent_once(sett
         )
         try:
             async with asyncio.timeout(60):
-                while health.failing_since is None:
+                while health.failing_since is None and not delivering.done():
                     await asyncio.sleep(0.1)
+                assert health.failing_since is not None, "the refused topic was taken"
             assert not delivering.done()
             assert "MessageSizeTooLarge" in health.last_error
             await asyncio.sleep(1)  # a resend or two, still refused
@@ -148,7 +168,7 @@ def test_a_refused_topic_is_resent_until_taken_and_the_others_are_sent_once(sett
     assert health.failing_since is None
     assert producers.made >= 2  # a new producer after the refusal
     assert len(asyncio.run(read_records(settings, Topic.JOURNAL))) == len(journal)  # never resent
-    landed = asyncio.run(read_records(settings, Topic.POD_STATUS_HISTORY))
+    landed = [r for r in asyncio.run(read_records(settings, Topic.POD_STATUS_HISTORY)) if r.key != b"probe"]
     assert sorted(r.value for r in landed) == sorted(r.value for r in history)
     by_offset = {(r.partition, r.offset): r.value for r in landed}
     for record, offset in zip(journal + history, offsets, strict=True):
