@@ -70,7 +70,7 @@ class Settings:
     hold_max_events: int = 100  # events held per pod not yet announced by pod-updates
     hold_max_ms: int = 60_000  # longest an event waits for its pod's announcement (event time)
     fold_batch_size: int = 500  # events folded per batch (outputs acknowledged once per batch)
-    fold_batch_ms: int = 20  # longest wait to fill a batch
+    fold_batch_ms: int = 0  # longest wait to fill a batch (0: what is fetched; it grows under load)
     watermark_ms: int = 1000  # how often the fold publishes its watermarks (docs/guarantees.md)
     # With several replicas, how far behind the broker's clock an idle partition's watermark stays:
     # a record the leader stamped sits above the end offsets until its followers copied it

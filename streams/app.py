@@ -1,8 +1,9 @@
-"""Faust wiring: the app, its topics and table, and the fold agent.
+"""Faust wiring: the app, its topics, and the fold loop.
 
-The agent only moves data: it decodes an input message, hands it to the pure `fold_event`,
-stores the returned record in the changelog-backed table, and publishes the outputs. Node-side
-sources and the apiserver sink attach to the same app through `roles` (see podledger run).
+The fold loop only moves data: it takes batches of input records from the intake (Faust's
+consumer read in whole fetches, streams/intake.py), hands them to the pure BatchFold, and publishes
+the outputs and stores the changed records (the protocol: streams/batch.py). Node-side sources and
+the apiserver sink attach to the same app through `roles` (see podledger run).
 """
 
 from __future__ import annotations
@@ -12,19 +13,18 @@ import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple, cast
 
 import faust
+import orjson
 from aiokafka import AIOKafkaProducer, TopicPartition
-from aiokafka.errors import KafkaError
 
 from podledger.config import Settings
 from podledger.kafka import (
-    RETRY_FIRST_S,
-    RETRY_MAX_S,
     DeliveryHealth,
+    OutRecord,
     deliver,
-    deliver_all,
+    deliver_batched,
     new_consumer,
     node_signer,
     read_to_end,
@@ -35,6 +35,7 @@ from podledger.paths import cache_dir
 from podledger.schemas import DecodeError, cloud_events, decode, encode
 from podledger.streams.batch import Batch, BatchFold, marker_key, seal
 from podledger.streams.fold import Coordinates, HoldLimits, Output, PodRecord
+from podledger.streams.intake import Delivery, FoldApp, Intake
 from podledger.streams.state import FoldState
 from podledger.streams.topics import ALL_TOPICS
 from podledger.streams.watermark import oldest_held
@@ -75,7 +76,7 @@ class Pipeline:
         self.settings = settings
         datadir = Path(settings.data_dir or cache_dir() / "faust" / settings.fold_app_id)
         datadir.parent.mkdir(parents=True, exist_ok=True)  # Faust creates only the last level
-        self.app = faust.App(
+        self.app = (FoldApp if fold else faust.App)(
             settings.fold_app_id,
             broker=faust_broker_url(settings.bootstrap),
             broker_credentials=_faust_credentials(settings),
@@ -106,6 +107,9 @@ class Pipeline:
         self.state = FoldState(settings)
         self._recovered: set[int] = set()  # partitions whose journal tail was re-applied
         self._waiting: set[bytes] = set()  # records holding events for unannounced pods
+        self._holding: dict[bytes, dict[int, int]] = {}  # those records' oldest held stamp per partition
+        self._unstored: Batch | None = None  # the batch being published and stored (see _fold_loop)
+        self._names = {spec.name: settings.topic(spec.name) for spec in ALL_TOPICS}
         self._output_producer: AIOKafkaProducer | None = None
         self._clock: dict[int, int] = {}  # partition -> newest pod-updates event time folded
         self._heads: dict[tuple[str, int], bytes] = {}  # (topic, partition) -> its hash chain's head
@@ -126,7 +130,16 @@ class Pipeline:
                 key_serializer="raw",
                 value_serializer="raw",
             )
-            self.app.agent(ingress, name="fold")(self._fold_agent)
+            # Subscribed by the app's consumer group as an agent's topic would be; read by the intake.
+            self.app.topics.add(ingress)
+            self.intake = Intake(
+                self.app,
+                [settings.topic(name) for name in INGRESS_TOPICS],
+                settings.fold_batch_size,
+                settings.fold_batch_ms / 1000,
+            )
+            cast(FoldApp, self.app).intake = self.intake
+            self.add_task(self._fold_loop)
 
     def partition(self, node: str) -> int:
         return partition_for_node(node, self.settings.partitions)
@@ -186,42 +199,112 @@ class Pipeline:
         agent.__name__ = f"{topic}_consumer"
         self.app.agent(self.topics[topic], name=f"{topic.replace('-', '_')}_consumer")(agent)
 
-    async def _fold_agent(self, stream: Any) -> None:
-        """Fold batches of input events, effectively once (the protocol: streams/batch.py)."""
-        batch_size, within = self.settings.fold_batch_size, self.settings.fold_batch_ms / 1000
+    async def _fold_loop(self, _: Pipeline) -> None:
+        """Fold batches of input records, effectively once (the protocol: streams/batch.py).
+
+        Pipelined by one batch: batch n is folded while batch n-1 is published and stored, and
+        published only once n-1 is stored, so the broker sees exactly the writes, in exactly the
+        order, of one batch after the other. Folding n reads n-1's records from memory (what the
+        store then writes), and n's offsets are acknowledged to Faust only after n is stored."""
+        storing: asyncio.Task[None] | None = None
         try:
-            async for events in stream.take_events(batch_size, within=within):
-                for partition in sorted({e.message.partition for e in events} - self._recovered):
-                    await self._restore(partition)
-                fold = self._batch_fold()
-                folded: dict[int, dict[str, int]] = {}  # partition -> {topic: newest offset folded}
-                for event in events:
-                    message = event.message
-                    topic = self._by_kafka_name[message.topic]
-                    if self.state.is_redelivery(message.partition, topic, message.offset):
-                        # Folded and stored already; Faust redelivers from an older commit after a
-                        # rebalance or a crash. A removed pod has no record to skip it by.
-                        continue
-                    offsets = folded.setdefault(message.partition, {})
-                    offsets[topic] = max(offsets.get(topic, -1), message.offset)
-                    at = Coordinates(topic, message.partition, message.offset, int(message.timestamp * 1000))
-                    fold.add_message(at, event.key, event.value, message.headers or ())
-                fold.expire_held(self._waiting)
-                await self._commit(fold.batch, inputs=folded)
-                self.watermarks.stored((e.message for e in events), self._held(), self._recovered)
+            while True:
+                delivery = await self._take(storing)
+                new = sorted({r.partition for r in delivery.records} - self._recovered)
+                if new:  # restoring publishes: after the batch before, and from stored records only
+                    await self._settle(storing)
+                    storing = None
+                    for partition in new:
+                        await self._restore(partition)
+                fold, folded = self._fold(delivery)
+                self._seal(fold.batch)
+                held = self._held()
+                await self._settle(storing)
+                self._unstored = fold.batch
+                storing = asyncio.create_task(self._publish(fold.batch, folded, delivery, held))
         finally:
+            if storing is not None and not storing.done():
+                storing.cancel()  # not stored, not acknowledged: folded again by whoever resumes
             await self._stop_output_producer()
+
+    async def _take(self, storing: asyncio.Task[None] | None) -> Delivery:
+        """The next batch; a failure of the batch being stored is raised meanwhile, not later."""
+        if storing is None or storing.done():
+            await self._settle(storing)
+            return await self.intake.take()
+        taking = asyncio.ensure_future(self.intake.take())
+        await asyncio.wait({taking, storing}, return_when=asyncio.FIRST_COMPLETED)
+        if storing.done() and storing.exception() is not None:
+            taking.cancel()
+            await self._settle(storing)
+        return await taking
+
+    @staticmethod
+    async def _settle(storing: asyncio.Task[None] | None) -> None:
+        if storing is not None:
+            await storing
+
+    def _fold(self, delivery: Delivery) -> tuple[BatchFold, dict[int, dict[str, int]]]:
+        fold = self._batch_fold()
+        folded: dict[int, dict[str, int]] = {}  # partition -> {topic: newest offset folded}
+        by_kafka_name, is_redelivery, add = self._by_kafka_name, self.state.is_redelivery, fold.add_message
+        for record in delivery.records:
+            topic, partition, offset = by_kafka_name[record.topic], record.partition, record.offset
+            if is_redelivery(partition, topic, offset):
+                # Folded and stored already; Faust redelivers from an older commit after a
+                # rebalance or a crash. A removed pod has no record to skip it by.
+                continue
+            offsets = folded.setdefault(partition, {})
+            if offset > offsets.get(topic, -1):
+                offsets[topic] = offset
+            at = Coordinates(topic, partition, offset, record.timestamp)  # the broker's stamp, in ms
+            add(at, record.key, record.value, record.headers or ())
+        fold.expire_held(self._waiting)
+        self._note_held(fold.batch)
+        return fold, folded
+
+    def _note_held(self, batch: Batch) -> None:
+        """Keep the oldest held input of every record holding some, from the records a batch changed."""
+        for key, (_, pod) in batch.changed.items():
+            if pod and pod.get("held"):
+                self._waiting.add(key)
+                self._holding[key] = oldest_held([pod])
+            else:
+                self._holding.pop(key, None)
+
+    async def _publish(
+        self, batch: Batch, folded: dict[int, dict[str, int]], delivery: Delivery, held: dict[int, int]
+    ) -> None:
+        await self._commit(batch, inputs=folded)
+        if self._unstored is batch:
+            self._unstored = None
+        self.intake.acknowledge(delivery)
+        self.watermarks.stored([_Applied.of(r) for r in delivery.newest.values()], held, self._recovered)
+
+    def _lookup(self, key: bytes) -> PodRecord | None:
+        """A pod's record as of the last folded batch: the batch being stored, else fold-state."""
+        unstored = self._unstored
+        if unstored is not None and key in unstored.changed:
+            record = unstored.changed[key][1]  # copied: that batch's store is writing it
+            return None if record is None else orjson.loads(orjson.dumps(record))
+        return self.state.get(key)
 
     def _batch_fold(self) -> BatchFold:
         limits = HoldLimits(self.settings.hold_max_events, self.settings.hold_max_ms)
         return BatchFold(
-            self.state.get,
+            self._lookup,
             limits,
             self.settings.max_event_bytes,
             self._clock,
             keyring=self.keyring,
             partitions=self.settings.partitions,
         )
+
+    def _seal(self, batch: Batch) -> None:
+        """Step 1's end, in batch order: the outputs' headers (before the first send: resends
+        repeat them) and the clock held events expire by."""
+        seal(batch, self._heads, self.settings.topic_prefix)
+        self._clock.update(batch.newest)
 
     async def _commit(
         self,
@@ -230,16 +313,14 @@ class Pipeline:
         inputs: dict[int, dict[str, int]] | None = None,
         reapplied: dict[int, dict[str, list[int]]] | None = None,
     ) -> None:
-        """Steps 2-4 of the protocol: journal, then the other outputs, then the records, then each
-        partition's marker (its last journal offset and, from `inputs`, the newest input offsets
-        folded per topic)."""
-        seal(batch, self._heads, self.settings.topic_prefix)  # before the first send: resends repeat it
-        self._clock.update(batch.newest)
+        """Steps 2-4 of the protocol for a sealed batch: journal, then the other outputs, then the
+        records, then each partition's marker (its last journal offset and, from `inputs`, the
+        newest input offsets folded per topic)."""
         journal_end = dict(journal_end or {})
-        delivered = await deliver_all(batch.journal, self._send, self.delivery, self._stop_output_producer)
-        for (partition, _), meta in zip(batch.journal, delivered, strict=True):
-            journal_end[partition] = max(journal_end.get(partition, -1), meta.offset)
-        await deliver_all(batch.outputs, self._send, self.delivery, self._stop_output_producer)
+        offsets = await self._deliver(batch.journal)
+        for (partition, _), offset in zip(batch.journal, offsets, strict=True):
+            journal_end[partition] = max(journal_end.get(partition, -1), offset)
+        await self._deliver(batch.outputs)
         letters = Counter(out.value.reason for _, out in batch.outputs if out.topic == Topic.DEAD_LETTER)
         self.counts[("events", "")] += len(batch.journal)
         self.counts[("versions", "")] += sum(
@@ -266,44 +347,40 @@ class Pipeline:
         markers: list[tuple[int, int | None, dict[str, int], dict[str, list[int]] | None]],
     ) -> None:
         """Step 4: write the changed records, then the markers, and wait for every acknowledgement
-        (before Faust may commit these input offsets: nothing held is lost). Records that fail are
-        written again, and the markers after them, until the broker takes them."""
-        delay = RETRY_FIRST_S
-        while True:
-            producer = await self._producer()
-            writes = [await self.state.put(producer, key, p, record) for key, (p, record) in records]
-            for partition, journal_offset, folded, reapplied in markers:
-                writes.append(
-                    await self.state.put_marker(producer, partition, journal_offset, folded, reapplied)
-                )
-            done = await asyncio.gather(*writes, return_exceptions=True)
-            errors = [e for e in done if isinstance(e, BaseException)]
-            if not errors:
-                self.delivery.delivered()
-                return
-            for error in errors:
-                if not isinstance(error, KafkaError):
-                    raise error
-                self.delivery.failed(error)
-            records = [
-                r for r, result in zip(records, done, strict=False) if isinstance(result, BaseException)
-            ]
-            log.warning(
-                "%d fold-state writes not delivered (%s); retrying in %.1fs",
-                len(errors),
-                self.delivery.last_error,
-                delay,
-            )
-            await self._stop_output_producer()  # see podledger.kafka.deliver()
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, RETRY_MAX_S)
+        (before Faust may commit these input offsets: nothing held is lost). Writes that fail are
+        sent again, with everything after them on their partition, until the broker takes them."""
+        writes = _Writes()
+        producer = cast(AIOKafkaProducer, writes)  # FoldState writes through it: one batch per partition
+        for key, (partition, record) in records:
+            await self.state.put(producer, key, partition, record)
+        for partition, journal_offset, folded, reapplied in markers:
+            await self.state.put_marker(producer, partition, journal_offset, folded, reapplied)
+        await deliver_batched(writes.records, self._producer, self.delivery, self._stop_output_producer)
+
+    async def _deliver(self, outputs: list[tuple[int, Output]]) -> list[int]:
+        """Publish outputs (co-partitioning: each on the partition number of its input) until the
+        broker acknowledges them all; returns their offsets. They go through a plain aiokafka
+        producer, as whole record batches: Faust's send path would hold them as attachments until
+        the offset commit, and costs several times more per message."""
+        names = self._names
+        return await deliver_batched(
+            [
+                OutRecord(names[out.topic], partition, out.key.encode(), out.wire_value(), out.headers)
+                for partition, out in outputs
+            ],
+            self._producer,
+            self.delivery,
+            self._stop_output_producer,
+        )
 
     async def _restore(self, partition: int) -> None:
         """Load a newly assigned partition's records, then re-apply the journal entries written
         after its last marker (a crash between publishing a batch and storing its records)."""
         pods = await self.state.restore(partition)
         self._heads.update(await self.state.chain_heads(partition))
-        self._waiting |= {k for k in self.state.keys_of(partition) if self.state.data[k].get("held")}
+        for key in self.state.held_keys(partition):
+            self._waiting.add(key)
+            self._holding[key] = oldest_held([self.state.get(key)])
         marker = self.state.journal_marker(partition)
         start = 0 if marker is None else marker + 1
         consumer = new_consumer(self.settings)
@@ -323,6 +400,8 @@ class Pipeline:
                 last = message.offset
             if last >= start:
                 fold.batch.journal.clear()
+                self._seal(fold.batch)
+                self._note_held(fold.batch)
                 await self._commit(
                     fold.batch, journal_end={partition: last}, reapplied={partition: reapplied}
                 )
@@ -341,12 +420,18 @@ class Pipeline:
         for partition in self._recovered:
             self.state.forget(partition)
         self._recovered.clear()
+        self._waiting.clear()
+        self._holding.clear()
         self._heads.clear()  # another worker extends the chains meanwhile: read again on restore
         self.watermarks.forget()
 
     def _held(self) -> dict[int, int]:
         """Per partition, the oldest input held for a pod not announced yet (bounds the watermark)."""
-        return oldest_held(self.state.data.get(key) for key in self._waiting)
+        out: dict[int, int] = {}
+        for held in self._holding.values():
+            for partition, stamp in held.items():
+                out[partition] = min(out.get(partition, stamp), stamp)
+        return out
 
     async def _publish_watermarks(self, _: Pipeline) -> None:
         """Every PODLEDGER_WATERMARK_MS, the watermark of each owned partition (streams/watermark.py)."""
@@ -359,22 +444,6 @@ class Pipeline:
             return {tp.partition for tp in assigned if tp.topic in self._by_kafka_name}
 
         await self.watermarks.run(owned)
-
-    async def _send(self, out: Output, partition: int) -> asyncio.Future[Any]:
-        """Start sending one output now; returns its delivery (RecordMetadata) to await.
-
-        Co-partitioning: an output lands on the partition number of its input. Outputs go
-        through a plain aiokafka producer: Faust's send path would hold them as attachments
-        until the offset commit, and costs several times more per message.
-        """
-        producer = await self._producer()
-        return await producer.send(
-            self.settings.topic(out.topic),
-            key=out.key.encode(),
-            value=out.wire_value(),
-            partition=partition,
-            headers=out.headers,
-        )
 
     async def _producer(self) -> AIOKafkaProducer:
         if self._output_producer is None:
@@ -394,3 +463,29 @@ class Pipeline:
         if self._output_producer is not None:
             await self._output_producer.stop()
             self._output_producer = None
+
+
+class _Applied(NamedTuple):
+    """An input record as the watermark publisher reads it (Faust's message shape: seconds)."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: float
+    timestamp_type: int
+
+    @classmethod
+    def of(cls, record: Any) -> _Applied:
+        return cls(
+            record.topic, record.partition, record.offset, record.timestamp / 1000, record.timestamp_type
+        )
+
+
+class _Writes:
+    """Collects what FoldState would send, for deliver_batched (FoldState keeps the values)."""
+
+    def __init__(self) -> None:
+        self.records: list[OutRecord] = []
+
+    async def send(self, topic: str, *, key: bytes, value: bytes | None, partition: int) -> None:
+        self.records.append(OutRecord(topic, partition, key, value))
