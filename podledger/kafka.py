@@ -106,6 +106,16 @@ async def deliver(
         return metadata
 
 
+async def _resend_after(count: int, health: DeliveryHealth, reset: Reset | None, delay: float) -> float:
+    """Between two rounds of a bulk delivery: say what failed, replace the producer (see deliver()),
+    wait `delay`, and return the next, doubled, delay."""
+    log.warning("%d records not delivered (%s); resending in %.1fs", count, health.last_error, delay)
+    if reset is not None:
+        await reset()
+    await asyncio.sleep(delay)
+    return min(delay * 2, RETRY_MAX_S)
+
+
 async def deliver_all(
     items: Sequence[tuple[int, ItemT]],
     send: Callable[[ItemT, int], Awaitable[asyncio.Future[Any]]],
@@ -138,13 +148,7 @@ async def deliver_all(
             health.delivered()
             return results
         pending = [i for n, i in enumerate(pending) if n >= first_failure.get(items[i][0], len(pending))]
-        log.warning(
-            "%d records not delivered (%s); resending in %.1fs", len(pending), health.last_error, delay
-        )
-        if reset is not None:  # see deliver()
-            await reset()
-        await asyncio.sleep(delay)
-        delay = min(delay * 2, RETRY_MAX_S)
+        delay = await _resend_after(len(pending), health, reset, delay)
 
 
 @dataclass(slots=True)
@@ -211,13 +215,7 @@ async def deliver_batched(
             health.delivered()
             return offsets
         pending = retry
-        log.warning(
-            "%d records not delivered (%s); resending in %.1fs", len(pending), health.last_error, delay
-        )
-        if reset is not None:  # see deliver()
-            await reset()
-        await asyncio.sleep(delay)
-        delay = min(delay * 2, RETRY_MAX_S)
+        delay = await _resend_after(len(pending), health, reset, delay)
 
 
 def _batches(

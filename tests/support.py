@@ -21,13 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
+from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
 from podledger.agents.kube import Kube
 from podledger.config import Settings
 from podledger.partitioner import partition_for_node
 from podledger.schemas import decode, encode, models
-from podledger.streams.topics import ensure_topics
-from podledger.types import JSONDict
+from podledger.streams.topics import ensure_topics, start_admin
+from podledger.types import JSONDict, Topic
 from tests import pods
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -631,3 +632,18 @@ def pod_stories(start_ms: int, stories: list[tuple[str, str, int]], step_ms: int
         life.pod["metadata"].update(name=name, namespace=namespace, labels={"app": "timeline"})
         events += [life.next_event(start_ms + i * 7 + n * step_ms) for n in range(count)]
     return sorted(events, key=lambda e: e.ts_ms)
+
+
+async def refuse_writes(settings: Settings, topic: Topic, limit: int = 64) -> None:
+    """Make the broker answer MESSAGE_TOO_LARGE to any record over `limit` bytes on `topic`."""
+    admin = await start_admin(settings)
+    try:
+        await admin.alter_configs(
+            [
+                ConfigResource(
+                    ConfigResourceType.TOPIC, settings.topic(topic), {"max.message.bytes": str(limit)}
+                )
+            ]
+        )
+    finally:
+        await admin.close()

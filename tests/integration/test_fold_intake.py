@@ -10,7 +10,6 @@ import contextlib
 import orjson
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import MessageSizeTooLargeError
 
 from podledger.config import Settings
@@ -18,7 +17,7 @@ from podledger.kafka import DeliveryHealth, OutRecord, deliver_batched
 from podledger.streams.topics import ensure_topics, start_admin
 from podledger.types import INGRESS_TOPICS, Topic
 from podledger.workload import produce, workload
-from tests.support import podledger_env, read_records, wait_for, wait_for_topic
+from tests.support import podledger_env, read_records, refuse_writes, wait_for, wait_for_topic
 
 pytestmark = pytest.mark.kafka
 
@@ -62,20 +61,6 @@ def records_for(settings: Settings, topic: Topic, count: int, size: int) -> list
         )
         for n in range(count)
     ]
-
-
-async def set_max_message_bytes(settings: Settings, topic: Topic, limit: int) -> None:
-    admin = await start_admin(settings)
-    try:
-        await admin.alter_configs(
-            [
-                ConfigResource(
-                    ConfigResourceType.TOPIC, settings.topic(topic), {"max.message.bytes": str(limit)}
-                )
-            ]
-        )
-    finally:
-        await admin.close()
 
 
 async def until_refused(settings: Settings, topic: Topic) -> None:
@@ -138,7 +123,7 @@ def test_a_refused_topic_is_resent_until_taken_and_the_others_are_sent_once(sett
     """pod-status-history refuses every batch (max.message.bytes); the journal's batches land at
     once and are never sent again; the history's are, on a new producer, until the repair."""
     asyncio.run(ensure_topics(settings))
-    asyncio.run(set_max_message_bytes(settings, Topic.POD_STATUS_HISTORY, 64))
+    asyncio.run(refuse_writes(settings, Topic.POD_STATUS_HISTORY, 64))
     asyncio.run(until_refused(settings, Topic.POD_STATUS_HISTORY))
     journal = records_for(settings, Topic.JOURNAL, 200, 100)
     history = records_for(settings, Topic.POD_STATUS_HISTORY, 200, 100)

@@ -13,11 +13,10 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
 from podledger import local
 from podledger.config import Settings
-from podledger.streams.topics import ensure_topics, start_admin
+from podledger.streams.topics import ensure_topics
 from podledger.types import Topic
 from podledger.workload import produce, workload
 from tests.support import (
@@ -26,6 +25,7 @@ from tests.support import (
     podledger_env,
     read_records,
     read_topic,
+    refuse_writes,
     wait_for,
     wait_for_topic,
 )
@@ -41,21 +41,6 @@ def get(port: int, path: str) -> tuple[int, str]:
             return response.status, response.read().decode()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read().decode()
-
-
-async def refuse_writes(settings: Settings, topic: Topic, limit: int = 64) -> None:
-    """Make the broker answer MESSAGE_TOO_LARGE to any record over `limit` bytes on `topic`."""
-    admin = await start_admin(settings)
-    try:
-        await admin.alter_configs(
-            [
-                ConfigResource(
-                    ConfigResourceType.TOPIC, settings.topic(topic), {"max.message.bytes": str(limit)}
-                )
-            ]
-        )
-    finally:
-        await admin.close()
 
 
 def test_a_fold_worker_that_cannot_deliver_turns_unhealthy_and_catches_up(
