@@ -26,12 +26,13 @@ from podledger.agents.pleg import Pleg, RelistTiming
 from podledger.agents.prober import CheckOutcome, CheckResult, Prober, run_check
 from podledger.agents.restriction import NodeRestriction
 from podledger.agents.runtime.base import Runtime
+from podledger.agents.runtime.container_gc import ContainerGC
 from podledger.agents.sources import PodSource
 from podledger.agents.sources.pod_config import PodStorage
 from podledger.agents.worker.pod_worker import PodWorkers
 from podledger.config import Settings
 from podledger.health import Check, HealthServer
-from podledger.heap import settle_long_lived_heap
+from podledger.heap import CollectionSchedule, settle_long_lived_heap
 from podledger.kafka import Publisher, new_consumer, read_to_end, started
 from podledger.keys import load_node_keys
 from podledger.partitioner import partition_for_node
@@ -115,6 +116,10 @@ class NodeAgent:
             sources_ready=self._sources_ready,
             resync_s=settings.pod_resync_s,
         )
+        # The collector's passes run between relists, when the event loop has a moment to spare.
+        self.collector = CollectionSchedule()
+        # Dead containers beyond each name's newest, of pods still running.
+        self.container_gc = ContainerGC(runtime, wanted=self._collects_dead_containers)
         self.pleg = Pleg(
             runtime,
             self.node,
@@ -122,7 +127,9 @@ class NodeAgent:
             period_s=settings.relist_period_s,
             wanted=self.workers.publishes_for,
             on_relist=on_relist,  # observers, e.g. `podledger bench node`
+            between_relists=self._between_relists,
         )
+        self._pleg_pods: dict[str, None] = {}  # pods named by the current relist's events, in order
         self.sources = build_sources(
             settings,
             self.storage,
@@ -146,11 +153,24 @@ class NodeAgent:
     async def _publish_pleg(self, event: models.PlegEvent) -> asyncio.Future[Any]:
         delivery = await self.publisher.send(Topic.PLEG, event.uid, event, self.node)
         if event.type != PlegEventType.CONTAINER_REMOVED:
-            # Woken once the event is delivered (or has failed): the workers' passes then run
-            # after the relist's records are on their way, not between them.
-            uid = event.uid
-            delivery.add_done_callback(lambda _: self.workers.wake(uid))
+            self._pleg_pods[event.uid] = None
         return delivery
+
+    def _collects_dead_containers(self, uid: str) -> bool:
+        """Not for pods terminating or terminated: a terminated pod's status stands as its worker's
+        last snapshot left it (the fold would fold the removals into it), and its containers go
+        with its sandbox."""
+        w = self.workers.workers.get(uid)
+        return w is not None and not (w.removed or w.terminating or w.terminated)
+
+    def _between_relists(self) -> None:
+        """After each relist, once its events are delivered (or have failed): the pods they name are
+        looked at now. Their workers' passes then run after the relist, not between its records
+        and their acknowledgements; then the collector's pass, while the loop has time to spare."""
+        woken, self._pleg_pods = self._pleg_pods, {}
+        for uid in woken:
+            self.workers.wake(uid)
+        self.collector()
 
     def _on_mirror(self, kind: str, pod: dict[str, Any]) -> None:
         """A mirror pod changed in the apiserver: its static pod's worker checks it (as the kubelet's
@@ -225,6 +245,7 @@ class NodeAgent:
             tasks = [
                 asyncio.ensure_future(self._follow(consumer, updates_tp, status_tp)),
                 asyncio.ensure_future(self.pleg.run()),
+                asyncio.ensure_future(self.container_gc.run()),
                 asyncio.ensure_future(self.workers.housekeeping()),
                 asyncio.ensure_future(self.health_server.watch()),
                 asyncio.ensure_future(self.restriction.recheck()),

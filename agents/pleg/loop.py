@@ -59,6 +59,7 @@ class Pleg:
         clock: Callable[[], float] = time.time,
         wanted: Callable[[str], bool] = lambda uid: True,
         on_relist: Callable[[RelistTiming], None] | None = None,
+        between_relists: Callable[[], object] | None = None,
     ) -> None:
         self.runtime = runtime
         self.wanted = wanted  # pods whose events are published (the node still has them in its config)
@@ -73,6 +74,9 @@ class Pleg:
         # from here, so its events are published again.
         self.previous = Relisted()
         self.on_relist = on_relist
+        # Called after each relist, failed or not, before the loop sleeps: the moment the relist has
+        # nothing left to do (the node agent runs its collector passes there).
+        self.between_relists = between_relists
 
     async def relist_once(self) -> list[PodLifecycleEvent]:
         """One relist: returns the events it published."""
@@ -116,4 +120,6 @@ class Pleg:
                 await self.relist_once()
             except Exception as exc:  # a failed relist is what relist health reports; keep relisting
                 log.warning("relist failed: %s", exc)
+            if self.between_relists is not None:
+                self.between_relists()
             await asyncio.sleep(max(0.0, self.period_s - (time.monotonic() - started)))

@@ -177,16 +177,19 @@ def relist_changes(
     only pods whose states differ are diffed container by container.
     """
     old_snapshots, old_states = previous.snapshots, previous.states
-    states: dict[str, PodStates] = {}
+    listed_before = old_snapshots.get
+    relisted = [uid for uid, snapshot in current.items() if listed_before(uid, _NOT_LISTED) is not snapshot]
+    states = dict(old_states)  # a copy at C speed; most pods keep their states
     changed: list[str] = []
-    for pod_uid, snapshot in current.items():
-        if old_snapshots.get(pod_uid, _NOT_LISTED) is snapshot:
-            states[pod_uid] = old_states[pod_uid]
-            continue
-        after = states[pod_uid] = pod_states(snapshot)
+    for pod_uid in relisted:
+        after = states[pod_uid] = pod_states(current[pod_uid])
         if after != old_states.get(pod_uid, ()):
             changed.append(pod_uid)
-    changed.extend(pod_uid for pod_uid in old_states if pod_uid not in states)  # gone from the runtime
+    if len(states) != len(current):  # pods gone from the runtime
+        gone = [pod_uid for pod_uid in old_states if pod_uid not in current]
+        for pod_uid in gone:
+            del states[pod_uid]
+        changed.extend(gone)
     events: list[PodLifecycleEvent] = []
     for pod_uid in sorted(changed):
         events.extend(pod_events(pod_uid, old_states.get(pod_uid, ()), states.get(pod_uid, ())))

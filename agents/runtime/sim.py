@@ -12,6 +12,7 @@ Annotations (pod-level, or per container with a ".<container name>" suffix, whic
 
 from __future__ import annotations
 
+import heapq
 import math
 import random
 import time
@@ -99,9 +100,20 @@ class _Container:
 class _Pod:
     """Per-pod state plus the last snapshot and the time interval over which it stays valid."""
 
-    __slots__ = ("cache", "containers", "ip", "sandbox_id", "sandbox_ready", "valid_from", "valid_until")
+    __slots__ = (
+        "cache",
+        "containers",
+        "ip",
+        "queued_until",
+        "sandbox_id",
+        "sandbox_ready",
+        "uid",
+        "valid_from",
+        "valid_until",
+    )
 
-    def __init__(self, sandbox_id: str, ip: str) -> None:
+    def __init__(self, uid: str, sandbox_id: str, ip: str) -> None:
+        self.uid = uid
         self.sandbox_id = sandbox_id
         self.sandbox_ready = True
         self.ip = ip
@@ -109,6 +121,7 @@ class _Pod:
         self.cache: RuntimeSnapshot | None = None
         self.valid_from = _INF
         self.valid_until = -_INF
+        self.queued_until = _INF  # the latest end of validity put on the runtime's expiry queue
 
 
 def _annotation(pod: JSONDict, key: str, name: str) -> str | None:
@@ -145,6 +158,12 @@ class SimRuntime:
         self._clock = clock
         self._pods: dict[str, _Pod] = {}
         self._next_id = 0
+        # What relist hands out without looking at every pod: each pod's snapshot as last built, the
+        # pods changed since (their cache dropped), and a queue of (end of validity, pod) by time.
+        self._listed: dict[str, RuntimeSnapshot] = {}
+        self._changed: set[str] = set()
+        self._expiry: list[tuple[float, str]] = []
+        self._built_for = -_INF  # the latest time a snapshot was built for
 
     def _new_id(self) -> str:
         """Counter-based ids: unique within this runtime and reproducible, without consuming the rng."""
@@ -159,9 +178,11 @@ class SimRuntime:
         ip = f"10.{(n >> 16) & 255}.{(n >> 8) & 255}.{n & 255}"
         state = self._pods.get(uid)
         if state is None:
-            self._pods[uid] = _Pod(sandbox_id, ip)
+            state = self._pods[uid] = _Pod(uid, sandbox_id, ip)
+            self._snapshot(state, self._clock())  # listed from now on, in creation order
         else:
-            state.sandbox_id, state.sandbox_ready, state.ip, state.cache = sandbox_id, True, ip, None
+            state.sandbox_id, state.sandbox_ready, state.ip = sandbox_id, True, ip
+            self._changed_pod(state)
         return sandbox_id
 
     async def stop_sandbox(self, pod_uid: str) -> None:
@@ -174,11 +195,13 @@ class SimRuntime:
             if not c.exited_by(now):
                 self._terminate(c, now, SIGKILL_EXIT_CODE)
         state.sandbox_ready = False
-        state.cache = None
+        self._changed_pod(state)
 
     async def remove_sandbox(self, pod_uid: str) -> None:
         """Forget the pod entirely: it disappears from relists (RemovePodSandbox)."""
         self._pods.pop(pod_uid, None)
+        self._listed.pop(pod_uid, None)
+        self._changed.discard(pod_uid)
 
     async def start_container(self, pod: JSONDict, container: JSONDict, *, attempt: int) -> str:
         """Fix the container's timeline from annotations and jitter; needs a ready sandbox, like the CRI."""
@@ -206,7 +229,7 @@ class SimRuntime:
         state.containers[cid] = _Container(
             cid, name, container.get("image"), attempt, now, start_at, finish_at, code
         )
-        state.cache = None
+        self._changed_pod(state)
         return cid
 
     def _terminate(self, c: _Container, now: float, code: int) -> None:
@@ -225,22 +248,46 @@ class SimRuntime:
         if c.exited_by(now):
             return
         self._terminate(c, now, SIGTERM_EXIT_CODE)
-        state.cache = None
+        self._changed_pod(state)
 
     async def remove_container(self, pod_uid: str, container_id: str) -> None:
         """Drop the container from relists; idempotent, as the CRI's RemoveContainer is."""
         state = self._pods.get(pod_uid)
         if state is not None and state.containers.pop(container_id, None) is not None:
-            state.cache = None
+            self._changed_pod(state)
 
     def relist(self, now: float) -> dict[str, RuntimeSnapshot]:
-        """{pod uid: snapshot} at `now`; a pod's snapshot is rebuilt only after a stage boundary."""
-        return {uid: self._cached_snapshot(state, now) for uid, state in self._pods.items()}
+        """{pod uid: snapshot} at `now`; a pod's snapshot is rebuilt only after a stage boundary.
+
+        Only the pods changed since the last relist and those whose snapshot expired by `now` are
+        looked at, so a relist costs what changed plus one dict copy; every pod is looked at when
+        `now` is earlier than a snapshot was built for (a clock that went back)."""
+        if now < self._built_for:
+            due: list[str] | set[str] = list(self._pods)
+        else:
+            due = self._changed
+            while self._expiry and self._expiry[0][0] <= now:
+                until, uid = heapq.heappop(self._expiry)
+                state = self._pods.get(uid)
+                if state is not None and state.queued_until == until:
+                    state.queued_until = _INF  # off the queue: a rebuild for the same end goes back on
+                due.add(uid)
+        for uid in due:
+            state = self._pods.get(uid)
+            if state is not None:
+                self._cached_snapshot(state, now)
+        self._changed = set()
+        return dict(self._listed)
 
     def pod_snapshot(self, pod_uid: str, now: float) -> RuntimeSnapshot | None:
         """One pod's snapshot at `now`, or None if the runtime does not know the pod."""
         state = self._pods.get(pod_uid)
         return None if state is None else self._cached_snapshot(state, now)
+
+    def _changed_pod(self, state: _Pod) -> None:
+        """The pod's snapshot no longer holds: rebuilt when next asked for, or by the next relist."""
+        state.cache = None
+        self._changed.add(state.uid)
 
     def _cached_snapshot(self, state: _Pod, now: float) -> RuntimeSnapshot:
         if state.cache is None or not state.valid_from <= now < state.valid_until:
@@ -267,4 +314,9 @@ class SimRuntime:
             "sandbox": {"id": state.sandbox_id, "ready": state.sandbox_ready},
         }
         state.cache, state.valid_from, state.valid_until = snapshot, lo, hi
+        self._listed[state.uid] = snapshot
+        self._built_for = max(self._built_for, now)
+        if hi != _INF and hi != state.queued_until:
+            heapq.heappush(self._expiry, (hi, state.uid))
+            state.queued_until = hi
         return snapshot

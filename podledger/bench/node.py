@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import os
 import random
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +18,7 @@ from podledger.agents.node import NodeAgent
 from podledger.agents.pleg import RelistTiming
 from podledger.agents.runtime.sim import ANNOTATION_EXIT_CODE, ANNOTATION_RUN_SECONDS, SimRuntime
 from podledger.bench.harness import bench_settings, machine, percentile, say
+from podledger.bench.recovery import rss_mb
 from podledger.config import Settings
 from podledger.errors import UserError
 from podledger.kafka import Publisher
@@ -38,7 +41,10 @@ class NodeFigures:
     startup: list[float] | None = None  # relists up to the steady state, every pod starting
     startup_events: int = 0
     queued: list[float] | None = None  # relists up to their last event queued (before acknowledgement)
-    gc_pauses: list[tuple[int, float]] = field(default_factory=list)  # (generation, seconds)
+    # (generation, seconds, whether the agent scheduled it between relists)
+    gc_pauses: list[tuple[int, float, bool]] = field(default_factory=list)
+    rss_mb: list[float] = field(default_factory=list)  # the agent's resident set, every RSS_EVERY_S
+    containers: tuple[int, int] = (0, 0)  # containers the runtime holds, as the window starts and ends
 
     def line(self) -> str:
         relists = [r * 1000 for r in self.relists or []]
@@ -48,12 +54,17 @@ class NodeFigures:
         )
 
 
-class GcPauses:
-    """The garbage collector's pauses (generation, seconds) while registered: every collection stops
-    the event loop the PLEG shares with the pod workers and the prober."""
+RSS_EVERY_S = 5.0
 
-    def __init__(self) -> None:
-        self.pauses: list[tuple[int, float]] = []
+
+class GcPauses:
+    """The garbage collector's pauses (generation, seconds, scheduled) while registered: every
+    collection stops the event loop the PLEG shares with the pod workers and the prober; `scheduled`
+    says whether the agent ran it between relists rather than the allocator at any moment."""
+
+    def __init__(self, scheduled: Callable[[], bool] = lambda: False) -> None:
+        self.pauses: list[tuple[int, float, bool]] = []
+        self.scheduled = scheduled
         self._started = 0.0
 
     def __enter__(self) -> GcPauses:
@@ -67,7 +78,16 @@ class GcPauses:
         if phase == "start":
             self._started = time.perf_counter()
         else:
-            self.pauses.append((int(info["generation"]), time.perf_counter() - self._started))
+            elapsed = time.perf_counter() - self._started
+            self.pauses.append((int(info["generation"]), elapsed, self.scheduled()))
+
+
+async def sample_rss(samples: list[float], every_s: float = RSS_EVERY_S) -> None:
+    """This process's resident set every `every_s` until cancelled: a service's must stay flat."""
+    pid = os.getpid()
+    while True:
+        samples.append(rss_mb(pid))
+        await asyncio.sleep(every_s)
 
 
 def bench_node(base: Settings, *, pods: int, seconds: float, runtime: str) -> NodeFigures:
@@ -140,9 +160,13 @@ async def _bench_node(settings: Settings, pods: int, seconds: float) -> NodeFigu
         figures.startup_events = max((t.published for t in timings), default=0)
         say(f"{pods} sim pods running on node {node}; measuring for {seconds:.0f}s")
         timings.clear()
+        containers_before = _containers(sim)
         cpu0, wall0 = time.process_time(), time.monotonic()
-        with GcPauses() as collector:
+        sampler = asyncio.ensure_future(sample_rss(figures.rss_mb))
+        with GcPauses(lambda: agent.collector.collecting) as collector:
             await asyncio.sleep(seconds)
+        sampler.cancel()
+        figures.rss_mb.append(rss_mb(os.getpid()))
         figures.gc_pauses = collector.pauses
         if task.done():
             task.result()  # the agent died: say why instead of printing empty figures
@@ -152,6 +176,7 @@ async def _bench_node(settings: Settings, pods: int, seconds: float) -> NodeFigu
         figures.listings = [t.list_s for t in timings]
         figures.queued = [t.queued_s for t in timings]
         figures.events = sum(t.published for t in timings)
+        figures.containers = (containers_before, _containers(sim))
         figures.restarts = sum(
             c["restart_count"] for s in sim.relist(time.time()).values() for c in s["containers"][:1]
         )
@@ -159,6 +184,10 @@ async def _bench_node(settings: Settings, pods: int, seconds: float) -> NodeFigu
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
     return figures
+
+
+def _containers(sim: SimRuntime) -> int:
+    return sum(len(s["containers"]) for s in sim.relist(time.time()).values())
 
 
 def print_node(figures: NodeFigures) -> None:
@@ -180,15 +209,34 @@ def print_node(figures: NodeFigures) -> None:
         f"startup relists:    {len(startup)} before measuring, longest {max(startup, default=0.0):.1f} ms"
         f" (at most {figures.startup_events} events: every pod starting)"
     )
-    full = [p * 1000 for g, p in figures.gc_pauses if g == 2]
+    for scheduled in (False, True):
+        pauses = [(g, p * 1000) for g, p, s in figures.gc_pauses if s == scheduled]
+        by_generation = ", ".join(
+            f"gen {g}: {sum(1 for h, _ in pauses if h == g)}"
+            f" longest {max((p for h, p in pauses if h == g), default=0.0):.0f} ms"
+            for g in sorted({g for g, _ in pauses})
+        )
+        print(
+            f"{'  between relists' if scheduled else 'GC pauses, automatic'}: {len(pauses)},"
+            f" {sum(p for _, p in pauses) / 1000:.2f} s in all ({by_generation or 'none'})"
+        )
+    full = [f"{p * 1000:.0f}" for g, p, s in figures.gc_pauses if g == 2]
+    print(f"  old generation:   {', '.join(full) or 'none'} ms (in order; one may settle the startup heap)")
+    rss = figures.rss_mb or [float("nan")]
     print(
-        f"GC pauses:          {len(figures.gc_pauses)}, {sum(p for _, p in figures.gc_pauses):.1f} s in all;"
-        f" {len(full)} full (gen 2), longest {max(full, default=0.0):.0f} ms (stopping every agent)"
+        f"agent RSS:          {rss[0]:.0f} MB at the start, {max(rss):.0f} MB at most,"
+        f" {rss[-1]:.0f} MB at the end ({len(rss)} samples)"
     )
+    per_minute = rss[:: max(1, round(60 / RSS_EVERY_S))]
+    print(f"  each minute:      {', '.join(f'{r:.0f}' for r in per_minute)} MB")
     rate = figures.events / max(figures.seconds, 1e-9)
     print(f"events published:   {figures.events} ({rate:.0f}/s, each with its snapshot)")
     print(
         f"node agent CPU:     {figures.cpu_pct:.0f}% of one core (pod workers, PLEG, prober, Kafka clients)"
     )
     print(f"container restarts: {figures.restarts} in total by the end (CrashLoopBackOff included)")
+    print(
+        f"runtime containers: {figures.containers[0]} as the window starts,"
+        f" {figures.containers[1]} as it ends (dead ones beyond each container's newest are collected)"
+    )
     print(figures.line())

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import gc
+import weakref
 from collections.abc import Iterator
 
 import pytest
 
-from podledger.heap import YOUNG_THRESHOLD, settle_long_lived_heap
+from podledger.heap import YOUNG_THRESHOLD, CollectionSchedule, settle_long_lived_heap
 
 
 @pytest.fixture
@@ -35,3 +36,65 @@ def test_cycles_made_later_are_still_collected(restored_gc: None) -> None:
     a.peer, b.peer = b, a
     del a, b
     assert gc.collect() >= 2
+
+
+def test_the_schedule_collects_young_passes_and_the_old_generation_every_full_every(
+    restored_gc: None,
+) -> None:
+    schedule = CollectionSchedule(full_every=4, settle_at=0)
+    assert [schedule() for _ in range(8)] == [1, 1, 1, 2, 1, 1, 1, 2]
+    with pytest.raises(ValueError):
+        CollectionSchedule(full_every=0)
+
+
+def test_the_schedule_settles_the_heap_once_at_its_settle_call(restored_gc: None) -> None:
+    schedule = CollectionSchedule(full_every=100, settle_at=3)
+    schedule(), schedule()
+    frozen = gc.get_freeze_count()
+    steady_state = [{"snapshot": i} for i in range(5_000)]  # built by the first relists
+    assert schedule() == 2
+    assert gc.get_freeze_count() >= frozen + len(steady_state)
+    schedule()
+    assert gc.get_freeze_count() >= frozen + len(steady_state)  # once only
+
+
+class Peer:
+    """Half of a reference cycle, with a weak reference to tell when it is freed."""
+
+    peer: object = None
+
+
+def test_a_cycle_that_outlives_the_young_passes_is_freed_by_the_full_one(restored_gc: None) -> None:
+    schedule = CollectionSchedule(full_every=3, settle_at=0)
+    settle_long_lived_heap()
+    gc.disable()  # only the schedule's passes run
+    try:
+        a, b = Peer(), Peer()
+        a.peer, b.peer = b, a
+        gone = weakref.ref(a)
+        schedule()  # survives the young pass while referenced, and moves to the old generation
+        del a, b
+        schedule()  # a young pass does not look at the old generation
+        assert gone() is not None
+        assert schedule() == 2
+        assert gone() is None
+    finally:
+        gc.enable()
+
+
+def test_collecting_is_true_only_during_a_scheduled_pass(restored_gc: None) -> None:
+    schedule = CollectionSchedule(full_every=2, settle_at=0)
+    seen: list[bool] = []
+
+    def observe(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            seen.append(schedule.collecting)
+
+    gc.callbacks.append(observe)
+    try:
+        schedule()
+        gc.collect(0)
+    finally:
+        gc.callbacks.remove(observe)
+    assert seen == [True, False]
+    assert schedule.collecting is False

@@ -215,3 +215,52 @@ def test_timings_split_queueing_from_the_acknowledgement() -> None:
     assert timing.published == 20
     assert 0 <= timing.list_s <= timing.queued_s < timing.total_s
     assert timing.total_s - timing.queued_s >= 0.04  # the acknowledgement wait, not counted as queueing
+
+
+def test_between_relists_runs_after_every_relist_even_a_failed_one() -> None:
+    """The node agent wakes pod workers and runs its collector passes there: after a relist has
+    finished (acknowledgements included), before the next one starts."""
+    clock = Clock()
+    sim = SimRuntime(seed=1, clock=clock)
+    running_pods(sim, 2)
+    order: list[str] = []
+    listings = 0
+
+    def relist(now: float) -> dict[str, Any]:
+        nonlocal listings
+        listings += 1
+        order.append("relist")
+        if listings == 2:
+            raise OSError("runtime away")
+        return SimRuntime.relist(sim, now)
+
+    sim.relist = relist  # type: ignore[method-assign,unused-ignore]
+
+    def acknowledge(delivery: asyncio.Future[None]) -> None:
+        order.append("acked")
+        delivery.set_result(None)
+
+    async def publish(event: Any) -> asyncio.Future[None]:
+        delivery = asyncio.get_running_loop().create_future()
+        asyncio.get_running_loop().call_later(0.01, acknowledge, delivery)
+        return delivery
+
+    async def scenario() -> None:
+        pleg = Pleg(
+            sim,
+            "node-1",
+            publish,
+            clock=clock,
+            period_s=0.02,
+            between_relists=lambda: order.append("between"),
+        )
+        clock.now += 2
+        task = asyncio.ensure_future(pleg.run())
+        while listings < 4:
+            await asyncio.sleep(0.01)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+    asyncio.run(scenario())
+    assert order[:7] == ["relist", "acked", "acked", "acked", "acked", "between", "relist"]
+    assert order[7:9] == ["between", "relist"]  # the failed relist, then its hook
