@@ -26,6 +26,8 @@ def truncate_time(value: Any) -> Any:
 
 
 def _truncate_bytes(text: str, limit: int) -> str:
+    if len(text) * 4 <= limit:  # no character takes more than 4 bytes: nothing to cut, no encoding
+        return text
     raw = text.encode()
     # Cut on bytes like the kubelet; drop a character the cut split rather than emit invalid UTF-8.
     return text if len(raw) <= limit else raw[:limit].decode(errors="ignore")
@@ -70,16 +72,17 @@ def normalize_in_place(pod: JSONDict, status: JSONDict) -> JSONDict:
     return status
 
 
-def normalize_container_status(cs: JSONDict, budget: int) -> None:
-    """One container status's states normalized, in place (on `cs`, never on its states)."""
+def normalize_container_status(cs: JSONDict, budget: int, *, drop_empty: bool = False) -> None:
+    """One container status's states normalized, in place (on `cs`, never on its states).
+    `drop_empty`: a message the cut leaves empty is dropped, as the canonical form has it."""
     for which in ("state", "lastState"):
         state = cs.get(which) or {}
-        normalized = _normalized_state(state, budget)
+        normalized = _normalized_state(state, budget, drop_empty)
         if normalized is not state:
             cs[which] = normalized
 
 
-def _normalized_state(state: JSONDict, budget: int) -> JSONDict:
+def _normalized_state(state: JSONDict, budget: int, drop_empty: bool = False) -> JSONDict:
     """A container state with its terminated message cut and its times in seconds: `state` itself
     when nothing changes, else a changed copy."""
     terminated = state.get("terminated")
@@ -89,6 +92,8 @@ def _normalized_state(state: JSONDict, budget: int) -> JSONDict:
             message = _truncate_bytes(terminated["message"], budget)
             if message != terminated["message"]:
                 changed = {**changed, "message": message}
+                if drop_empty and not message:  # a multi-byte character cut away whole
+                    del changed["message"]
         for t in ("startedAt", "finishedAt"):
             if t in terminated:
                 value = truncate_time(terminated[t])
@@ -130,3 +135,92 @@ def semantic(value: Any) -> Any:
         elif not (item is None or item == "" or item == []):
             out[key] = item
     return out
+
+
+# --------------------------------------------------------------------------- built canonical
+# Status generation builds its dicts in canonical form (streams/status.py): these keep a value from
+# outside (the runtime, the API status, the reason cache) out of that form's way without a walk
+# over the whole status.
+
+
+def put(target: JSONDict, key: str, value: Any) -> None:
+    """`target[key] = semantic(value)`, or no key where semantic() drops the field: what semantic()
+    does to one field, for a dict built field by field."""
+    kind = type(value)
+    if kind is str:
+        if value:
+            target[key] = value
+    elif kind is bool or kind is int:
+        target[key] = value
+    elif kind is dict:
+        target[key] = semantic(value)
+    elif kind is list:
+        if value:
+            target[key] = semantic(value)
+    elif not (value is None or value == "" or value == []):
+        target[key] = value
+
+
+_TIMES = ("lastProbeTime", "lastTransitionTime")
+
+
+def canonical_condition(cond: JSONDict, transition: Any) -> JSONDict:
+    """A fresh condition in canonical form with lastTransitionTime `transition` (None: a condition
+    whose times the status manager does not keep), as the stored status shows it: times in whole
+    seconds, no empty field, and lastProbeTime, null unless set, last. `cond` may be changed."""
+    out: JSONDict = {}
+    for key, value in cond.items():  # the generated conditions: non-empty strings, no times yet
+        if type(value) is not str or not value or key in _TIMES:
+            break
+        out[key] = value
+    else:
+        if transition is not None:
+            out["lastTransitionTime"] = truncate_time(transition)
+        out["lastProbeTime"] = None
+        return out
+    if transition is not None:  # anything else takes the status manager's own steps
+        cond.setdefault("lastProbeTime", None)
+        cond["lastTransitionTime"] = transition
+    for t in _TIMES:
+        if t in cond:
+            cond[t] = truncate_time(cond[t])
+    out = semantic(cond)
+    out.setdefault("lastProbeTime", None)
+    return out
+
+
+def normalize_generated(pod: JSONDict, status: JSONDict) -> None:
+    """normalize_in_place for a status generation built (streams/status.py): its container lists are
+    in canonical order already (regular ones by name, init ones in spec order) and its conditions
+    are made canonical apart (canonical_condition), so only the container states are left."""
+    budget = message_budget(pod)
+    for key in ("containerStatuses", "initContainerStatuses"):
+        for cs in status.get(key) or ():
+            normalize_container_status(cs, budget, drop_empty=True)
+    if status.get("initContainerStatuses"):  # spec order, unless the spec repeats a name
+        spec = pod.get("spec") or {}
+        order = {c["name"]: i for i, c in enumerate(spec.get("initContainers") or [])}
+        status["initContainerStatuses"] = sorted(
+            status["initContainerStatuses"], key=lambda s: order.get(s["name"], len(order))
+        )
+
+
+def is_canonical(value: Any) -> bool:
+    """Whether semantic(value) == value: no field anywhere is null, an empty string or an empty list.
+    A walk that builds nothing, for a value from outside (a pod's API status) checked before use."""
+    kind = type(value)
+    if kind is list:
+        return all(is_canonical(item) for item in value if type(item) is dict or type(item) is list)
+    if kind is not dict:
+        return True
+    for item in value.values():
+        kind = type(item)
+        if kind is str:
+            if not item:
+                return False
+        elif kind is dict or kind is list:
+            if (not item and kind is list) or not is_canonical(item):
+                return False
+        elif kind is not bool and kind is not int and (item is None or item == "" or item == []):
+            return False
+    return True

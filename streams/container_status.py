@@ -2,13 +2,16 @@
 prober manager's UpdatePodStatus (started and ready from probe results).
 
 The statuses built here are new dicts; parts of the old statuses they keep (a terminated status, a
-lastState) are shared, never changed. The rules: docs/kubelet-rules.md#status-generation.
+lastState) are shared, never changed. They hold no empty field (canonical.put): over a canonical
+old status they are canonical but for their times and messages (canonical.normalize_generated).
+The rules: docs/kubelet-rules.md#status-generation.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from podledger.streams.canonical import put
 from podledger.streams.pod_json import (
     CONTAINER_CREATING,
     GONE_WHEN_DELETED,
@@ -34,27 +37,26 @@ def _convert_runtime_container(
     rc: RuntimeContainer, old: JSONDict | None, runtime: RuntimeSnapshot | None
 ) -> JSONDict:
     cid = container_id(runtime, rc["id"])
-    status: JSONDict = {
-        "name": rc["name"],
-        "restartCount": int(rc.get("restart_count") or 0),
-        "image": rc.get("image") or "",
-        "imageID": rc.get("image_id") or "",
-        "containerID": cid,
-        "state": {},
-        "lastState": {},
-        "ready": False,
-    }
+    status: JSONDict = {"name": rc["name"], "restartCount": int(rc.get("restart_count") or 0)}
+    put(status, "image", rc.get("image") or "")
+    put(status, "imageID", rc.get("image_id") or "")
+    status["containerID"] = cid
+    status["state"] = {}
+    status["lastState"] = {}
+    status["ready"] = False
     state = rc["state"]
     if state == "running":
-        status["state"] = {"running": {"startedAt": rc.get("started_at")}}
+        running: JSONDict = {}
+        put(running, "startedAt", rc.get("started_at"))
+        status["state"] = {"running": running}
     elif state == "exited":
         terminated: JSONDict = {"exitCode": int(rc.get("exit_code") or 0)}
         if rc.get("reason"):
-            terminated["reason"] = rc["reason"]
+            put(terminated, "reason", rc["reason"])
         if rc.get("message"):
-            terminated["message"] = rc["message"]
-        terminated["startedAt"] = rc.get("started_at")
-        terminated["finishedAt"] = rc.get("finished_at")
+            put(terminated, "message", rc["message"])
+        put(terminated, "startedAt", rc.get("started_at"))
+        put(terminated, "finishedAt", rc.get("finished_at"))
         terminated["containerID"] = cid
         status["state"] = {"terminated": terminated}
     elif state == "unknown" and old is not None and state_of(old) == "running":
@@ -126,9 +128,8 @@ def convert_container_statuses(
                 "lastState": {},
                 "ready": False,
                 "restartCount": 0,
-                "image": image,
-                "imageID": "",
             }
+            put(status, "image", image)  # and no imageID: it is empty
             if old is not None:
                 status["restartCount"] = old.get("restartCount", 0)
                 status["lastState"] = old.get("lastState") or {}
@@ -186,9 +187,10 @@ def convert_container_statuses(
         status = statuses[name]
         if state_of(status) == "terminated":
             status["lastState"] = status["state"]
-        waiting: JSONDict = {"reason": reason.get("reason", "")}
+        waiting: JSONDict = {}
+        put(waiting, "reason", reason.get("reason", ""))
         if reason.get("message"):
-            waiting["message"] = reason["message"]
+            put(waiting, "message", reason["message"])
         status["state"] = {"waiting": waiting}
 
     ordered = [statuses[c["name"]] for c in containers]
@@ -203,25 +205,33 @@ def _name(status: JSONDict) -> Any:
 
 
 def _probe_result(probes: JSONDict | None, status: JSONDict, kind: str) -> str | None:
-    results = ((probes or {}).get(status["name"]) or {}).get(status.get("containerID") or "") or {}
-    return results.get(kind)
+    return _results(probes, status).get(kind)
+
+
+def _results(probes: JSONDict | None, status: JSONDict) -> JSONDict:
+    """The probe results of a container status's instance (its container ID)."""
+    return ((probes or {}).get(status["name"]) or {}).get(status.get("containerID") or "") or {}
 
 
 def _started(cs: JSONDict, container: JSONDict, probes: JSONDict | None) -> bool:
-    if state_of(cs) != "running":
-        return False
-    result = _probe_result(probes, cs, ProbeType.STARTUP)
+    return state_of(cs) == "running" and _started_by(_results(probes, cs), container)
+
+
+def _started_by(results: JSONDict, container: JSONDict) -> bool:
+    """Started, for a running container with these probe results."""
+    result = results.get(ProbeType.STARTUP)
     if result is not None:
-        return result == ProbeResult.SUCCESS
+        return bool(result == ProbeResult.SUCCESS)
     return container.get("startupProbe") is None
 
 
 def _ready(cs: JSONDict, container: JSONDict, probes: JSONDict | None) -> bool:
-    if state_of(cs) != "running":
-        return False
-    if _probe_result(probes, cs, ProbeType.READINESS) == ProbeResult.SUCCESS:
-        return True
-    return container.get("readinessProbe") is None
+    return state_of(cs) == "running" and _ready_by(_results(probes, cs), container)
+
+
+def _ready_by(results: JSONDict, container: JSONDict) -> bool:
+    """Ready, for a running and started container with these probe results."""
+    return results.get(ProbeType.READINESS) == ProbeResult.SUCCESS or container.get("readinessProbe") is None
 
 
 def apply_probe_results(pod: JSONDict, status: JSONDict, probes: JSONDict | None) -> None:
@@ -230,19 +240,25 @@ def apply_probe_results(pod: JSONDict, status: JSONDict, probes: JSONDict | None
     spec = pod.get("spec") or {}
     statuses = status.get("containerStatuses") or []
     init_statuses = status.get("initContainerStatuses") or []
-    containers = by_name(spec.get("containers"))
-    init_containers = by_name(spec.get("initContainers"))
-    for cs in statuses:
-        container = containers.get(cs["name"], {})
-        cs["started"] = _started(cs, container, probes)
-        if cs["started"]:
-            cs["ready"] = _ready(cs, container, probes)
-    for cs in init_statuses:
-        container = init_containers.get(cs["name"], {})
-        cs["started"] = _started(cs, container, probes)
-        if not is_sidecar(container):
-            if state_of(cs) == "terminated" and exit_code(cs) == 0:
-                cs["ready"] = True
-            continue
-        if cs["started"]:
-            cs["ready"] = _ready(cs, container, probes)
+    if statuses:
+        containers = by_name(spec.get("containers"))
+        for cs in statuses:
+            container = containers.get(cs["name"], {})
+            if state_of(cs) != "running":
+                cs["started"] = False
+                continue
+            results = _results(probes, cs)  # looked up once for both
+            cs["started"] = started = _started_by(results, container)
+            if started:
+                cs["ready"] = _ready_by(results, container)
+    if init_statuses:
+        init_containers = by_name(spec.get("initContainers"))
+        for cs in init_statuses:
+            container = init_containers.get(cs["name"], {})
+            cs["started"] = _started(cs, container, probes)
+            if not is_sidecar(container):
+                if state_of(cs) == "terminated" and exit_code(cs) == 0:
+                    cs["ready"] = True
+                continue
+            if cs["started"]:
+                cs["ready"] = _ready(cs, container, probes)

@@ -3,22 +3,64 @@
 Both drivers call `fold_event`: the Faust agent (streams/app.py) live, and `podledger fold`
 offline over a journal. The step never reads a clock or Kafka; time is the event's own.
 
-A pod record (`PodRecord`) is a plain dict, stored as JSON on fold-state.
+The pod record and its held events live in streams/record.py, the outputs and dead letters in
+streams/outputs.py; their names stay importable from here.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
-from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import Any
 
-from podledger.schemas import DecodeError, decode, encode, from_dict, models, to_dict
+from podledger.schemas import encode, models
 from podledger.schemas.codec import build
 from podledger.schemas.origin import Proof, proof_headers
 from podledger.streams import status as status_gen
 from podledger.streams import status_manager
-from podledger.types import JSONDict, LifecycleKind, PodOp, RuntimeSnapshot, Topic
+from podledger.streams.outputs import (
+    DEAD_LETTER_DETAIL_MAX,
+    DEAD_LETTER_KEY_MAX,
+    DEAD_LETTER_VALUE_MAX,
+    Coordinates,
+    Output,
+    dead_letter,
+    dead_letter_unknown_pod,
+    decode_input,
+    refused,
+    unusable,
+)
+from podledger.streams.record import (
+    DEFAULT_HOLD,
+    HeldEvent,
+    HoldLimits,
+    PodRecord,
+    expire_held,
+    hold,
+    new_record,
+)
+from podledger.types import JSONDict, LifecycleKind, PodOp, Topic
+
+__all__ = [
+    "DEAD_LETTER_DETAIL_MAX",
+    "DEAD_LETTER_KEY_MAX",
+    "DEAD_LETTER_VALUE_MAX",
+    "DEFAULT_HOLD",
+    "RULES_VERSION",
+    "Coordinates",
+    "HeldEvent",
+    "HoldLimits",
+    "Output",
+    "PodRecord",
+    "dead_letter",
+    "decode_input",
+    "event_fields",
+    "event_type",
+    "expire_held",
+    "fold_event",
+    "foreign",
+    "new_record",
+    "replayed",
+    "unusable",
+]
 
 # The version of the fold rules (this module, status.py, status_manager.py), named on every status
 # version. Bump it whenever the rules give other outputs for the same journal: `podledger verify`
@@ -26,82 +68,9 @@ from podledger.types import JSONDict, LifecycleKind, PodOp, RuntimeSnapshot, Top
 # the digest of the offline fold of a fixed workload for each rules version.
 RULES_VERSION = 1
 
-
-class PodRecord(TypedDict, total=False):
-    """The fold's state of one pod. A pod not announced yet has only uid, pod=None, held, applied."""
-
-    uid: str
-    namespace: str
-    name: str
-    node: str
-    source: str
-    # The desired pod from pod-updates (its status is what the API last reported); None while waiting.
-    # Typed Any, as `status`, so the status functions take them as the plain JSON they are.
-    pod: Any
-    runtime: RuntimeSnapshot | None  # the latest runtime snapshot (pleg), or the worker's final one
-    runtime_ts: int  # event time of that snapshot; an older one never replaces it
-    probes: dict[str, JSONDict]  # {container: {container id: {probe: result}}}
-    reasons: dict[str, JSONDict]  # {container: {reason, message}}: the pod worker's reason cache
-    terminating: bool  # the pod worker started terminating the pod
-    terminated: bool  # the pod worker terminated it (no container can run any more)
-    finished: bool  # TerminatePod ran: the sink may delete the pod once its API phase is terminal
-    status: Any  # the cached status (None before the first version)
-    version: int  # its version (0 before the first)
-    applied: dict[str, int]  # {topic: highest offset applied}: redeliveries and replays are skipped
-    held: list[list[Any]]  # events waiting for the announcement, each `HeldEvent.to_json()`
-    # {topic: highest proven sequence number applied} (schemas/origin.py); only with proof of origin.
-    seqs: dict[str, int]
-
-
-@dataclass(frozen=True, slots=True)
-class HeldEvent:
-    """An input event waiting for its pod's announcement; on fold-state as [topic, partition,
-    offset, ts_ms, value] (plus [node, seq] when its origin was proven), so stored records keep
-    their shape."""
-
-    at: Coordinates
-    value: JSONDict
-    proof: Proof | None = None
-
-    def to_json(self) -> list[Any]:
-        item = [self.at.topic, self.at.partition, self.at.offset, self.at.ts_ms, self.value]
-        return item if self.proof is None else [*item, [self.proof.node, self.proof.seq]]
-
-    @classmethod
-    def from_json(cls, item: list[Any]) -> HeldEvent:
-        topic, partition, offset, ts_ms, value = item[:5]
-        proof = Proof(*item[5]) if len(item) > 5 else None
-        return cls(Coordinates(topic, partition, offset, ts_ms), value, proof)
-
-
-@dataclass(slots=True)
-class Output:
-    """A message the fold wants published: logical topic, pod UID key, value (None = tombstone),
-    and record headers (the journal carries its input's proof of origin)."""
-
-    topic: str
-    key: str
-    value: Any
-    headers: list[tuple[str, bytes]] | None = None
-    encoded: bytes | None = None  # the value's bytes, once BatchFold has checked that it encodes
-
-    def wire_value(self) -> bytes | None:
-        """The bytes to publish (None for a tombstone)."""
-        if self.value is None:
-            return None
-        if self.encoded is None:
-            self.encoded = encode(self.value)
-        return self.encoded
-
-
-@dataclass(slots=True)
-class Coordinates:
-    """Where an input event sits in Kafka, and its timestamp."""
-
-    topic: str
-    partition: int
-    offset: int
-    ts_ms: int
+# Generated statuses are built canonical (status_manager.set_pod_status `built`); False has every
+# status made canonical by the generic walk instead. Both give the same bytes: tests compare them.
+BUILT_CANONICAL = True
 
 
 def event_type(topic: str, event: Any) -> str:
@@ -121,47 +90,6 @@ def event_fields(event: Any) -> JSONDict:
     return {name: getattr(event, name) for name in event.__dataclass_fields__}
 
 
-def new_record(update: models.PodUpdate) -> PodRecord:
-    meta = update.pod["metadata"]
-    return {
-        "uid": update.uid,
-        "namespace": meta.get("namespace") or "default",
-        "name": meta["name"],
-        "node": update.node,
-        "source": update.source,
-        "pod": update.pod,
-        "runtime": None,
-        "probes": {},
-        "reasons": {},
-        "terminating": False,
-        "terminated": False,
-        "finished": False,
-        "status": None,
-        "version": 0,
-        "applied": {},
-    }
-
-
-@dataclass(frozen=True, slots=True)
-class HoldLimits:
-    """How long events for a pod that pod-updates has not announced yet are held.
-
-    Such events are normal in a race: the fold reads pleg or probe-results ahead of the
-    pod-updates partition that announces the pod (topics are consumed independently, and far
-    apart while a worker catches up). They wait in the pod's record and are applied, in arrival
-    order, right after the pod's first pod-update. A pod that is never announced would hold them
-    forever, so a pod holds at most `max_events`, and an event is given up once pod-updates of
-    its partition has been read `max_ms` (event time) past it without announcing the pod. What
-    is given up goes to dead-letter as `unknown_pod`.
-    """
-
-    max_events: int = 100
-    max_ms: int = 60_000
-
-
-DEFAULT_HOLD = HoldLimits()
-
-
 def fold_event(
     record: PodRecord | None,
     at: Coordinates,
@@ -178,7 +106,7 @@ def fold_event(
     if record is not None and record["applied"].get(at.topic, -1) >= at.offset:
         return record, []  # already applied (or held): a redelivery after a crash, or a replay
     if at.topic != Topic.POD_UPDATES and (record is None or record.get("pod") is None):
-        return _hold(record, at, event, limits, proof)
+        return hold(record, at, event, limits, proof)
     if record is not None and record.get("pod") is None:
         # The announcement of a pod whose events were held: apply it, then them, in order.
         held = record["held"]
@@ -188,7 +116,7 @@ def fold_event(
             held_at = held_item.at
             held_event = build(held_at.topic, held_item.value)  # validated when it was held
             if record is None:  # announced only to be removed: the held events have no pod
-                outputs.append(_dead_letter_unknown_pod(event.uid, held_at, held_event, "pod removed"))
+                outputs.append(dead_letter_unknown_pod(event.uid, held_at, held_event, "pod removed"))
                 continue
             try:
                 record, more = _apply(record, held_at, held_event, record["applied"], held_item.proof)
@@ -210,7 +138,7 @@ def foreign(record: PodRecord | None, at: Coordinates, event: Any) -> Output | N
         return None
     what = f"{event_type(at.topic, event)} from node {event.node!r}"
     detail = f"{what} for pod {record['uid']}, which is bound to {record['node']!r}"
-    return _refused("forged", detail, at, event)
+    return refused("forged", detail, at, event)
 
 
 def replayed(record: PodRecord | None, at: Coordinates, event: Any, proof: Proof | None) -> Output | None:
@@ -223,44 +151,7 @@ def replayed(record: PodRecord | None, at: Coordinates, event: Any, proof: Proof
     if last is None or proof.seq > last:
         return None
     detail = f"{at.topic} record of node {proof.node!r} with sequence {proof.seq}, not above {last}"
-    return _refused("replayed", detail, at, event)
-
-
-def _refused(reason: str, detail: str, at: Coordinates, event: Any) -> Output:
-    return dead_letter(reason, detail, at, event.uid.encode(), encode(event))
-
-
-def _hold(
-    record: PodRecord | None, at: Coordinates, event: Any, limits: HoldLimits, proof: Proof | None
-) -> tuple[PodRecord | None, list[Output]]:
-    uid = event.uid
-    before: PodRecord = record or {}
-    held = [*before.get("held", []), HeldEvent(at, to_dict(event), proof).to_json()]
-    # str(): a Topic member as a key would not encode (orjson takes only exact str keys).
-    applied = {**before.get("applied", {}), str(at.topic): at.offset}
-    overflow = max(len(held) - limits.max_events, 0)
-    why = f"held beyond {limits.max_events} events"
-    outputs = [_held_dead_letter(uid, HeldEvent.from_json(item), why) for item in held[:overflow]]
-    return {"uid": uid, "pod": None, "held": held[overflow:], "applied": applied}, outputs
-
-
-def _held_dead_letter(uid: str, held: HeldEvent, why: str) -> Output:
-    return _dead_letter_unknown_pod(uid, held.at, from_dict(held.at.topic, held.value), why)
-
-
-def expire_held(
-    record: PodRecord, now_ms: int, limits: HoldLimits = DEFAULT_HOLD
-) -> tuple[PodRecord, list[Output]]:
-    """Dead-letter a waiting pod's held events older than the limit at event time `now_ms`."""
-    keep: list[list[Any]] = []
-    outputs: list[Output] = []
-    for item in record.get("held") or []:
-        held = HeldEvent.from_json(item)
-        if now_ms - held.at.ts_ms > limits.max_ms:
-            outputs.append(_held_dead_letter(record["uid"], held, f"held longer than {limits.max_ms} ms"))
-        else:
-            keep.append(item)
-    return ({**record, "held": keep} if outputs else record), outputs
+    return refused("replayed", detail, at, event)
 
 
 def _apply(
@@ -338,7 +229,7 @@ def _set_status(
         pod_is_terminal=pod_is_terminal,
     )
     deleting = bool(record["pod"]["metadata"].get("deletionTimestamp"))
-    return _store(record, generated, kind, at, now, outputs, force=deleting)
+    return _store(record, generated, kind, at, now, outputs, force=deleting, built=BUILT_CANONICAL)
 
 
 def _store(
@@ -350,9 +241,10 @@ def _store(
     outputs: list[Output],
     *,
     force: bool,
+    built: bool = False,
 ) -> PodRecord:
     update = status_manager.set_pod_status(
-        record["pod"], record["status"], record["version"], new, now, force=force
+        record["pod"], record["status"], record["version"], new, now, force=force, built=built
     )
     if update.status is None:
         return record
@@ -383,51 +275,3 @@ def _publish_version(record: PodRecord, kind: str, at: Coordinates) -> list[Outp
         Output(Topic.POD_STATUS, record["uid"], value, encoded=encoded),
         Output(Topic.POD_STATUS_HISTORY, record["uid"], value, encoded=encoded),
     ]
-
-
-# A dead letter must fit under the broker's default message limit (1 MiB) after base64 (4/3):
-# longer values keep a prefix, their length and their digest.
-DEAD_LETTER_VALUE_MAX = 600_000
-DEAD_LETTER_KEY_MAX = 4_096
-DEAD_LETTER_DETAIL_MAX = 2_000
-
-
-def dead_letter(reason: str, detail: str, at: Coordinates, key: bytes | None, value: bytes | None) -> Output:
-    """A dead-letter output carrying the original bytes (or a bounded prefix plus the original's
-    length and SHA-256) and where they came from."""
-    clipped = value is not None and len(value) > DEAD_LETTER_VALUE_MAX
-    letter = models.DeadLetter(
-        reason=reason,
-        detail=detail[:DEAD_LETTER_DETAIL_MAX],
-        topic=at.topic,
-        partition=at.partition,
-        offset=at.offset,
-        key_b64=None if key is None else base64.b64encode(key[:DEAD_LETTER_KEY_MAX]).decode(),
-        value_b64=None if value is None else base64.b64encode(value[:DEAD_LETTER_VALUE_MAX]).decode(),
-        ts_ms=at.ts_ms,
-    )
-    if clipped:
-        assert value is not None
-        letter.value_size, letter.value_sha256 = len(value), hashlib.sha256(value).hexdigest()
-    return Output(
-        Topic.DEAD_LETTER, key[:DEAD_LETTER_KEY_MAX].decode(errors="replace") if key else "", letter
-    )
-
-
-def unusable(at: Coordinates, event: Any, error: Exception) -> Output:
-    """The dead letter for a schema-valid event the rules failed on: the fold goes on without it."""
-    detail = f"{at.topic} event the fold could not apply: {error.__class__.__name__}: {error}"
-    return dead_letter("unusable", detail, at, str(getattr(event, "uid", "")).encode(), encode(event))
-
-
-def decode_input(topic: str, at: Coordinates, key: bytes | None, value: bytes | None, max_bytes: int) -> Any:
-    """The decoded input model, or the dead-letter Output that replaces it."""
-    try:
-        return decode(topic, value, max_bytes=max_bytes)
-    except DecodeError as exc:
-        return dead_letter(exc.reason, str(exc), at, key, value)
-
-
-def _dead_letter_unknown_pod(uid: str, at: Coordinates, event: Any, why: str) -> Output:
-    detail = f"{at.topic} event for pod {uid}, which pod-updates never announced ({why})"
-    return dead_letter("unknown_pod", detail, at, uid.encode(), encode(event))

@@ -21,6 +21,7 @@ Reason cache: {container name: {"reason": "CrashLoopBackOff", "message": "..."}}
 
 from __future__ import annotations
 
+from podledger.streams.canonical import put
 from podledger.streams.container_status import (
     apply_probe_results,
     container_id,
@@ -118,7 +119,9 @@ def generate_api_status(
     pod_is_terminal: bool = False,
 ) -> JSONDict:
     """The API PodStatus the kubelet would generate. Conditions carry no times: the status
-    manager (status_manager.set_pod_status) stamps lastTransitionTime and startTime.
+    manager (status_manager.set_pod_status) stamps lastTransitionTime and startTime. No field is
+    empty (canonical.put): over a canonical `old`, the status is canonical but for its conditions
+    and container states, which the status manager finishes (set_pod_status `built`).
 
     The status, its lists, its container statuses and its conditions are new dicts the caller may
     change; what lies below them may be shared with `old`, `pod` and `runtime`."""
@@ -130,12 +133,12 @@ def generate_api_status(
     ips = list((runtime or {}).get("ips") or [])
     host_ips = list((runtime or {}).get("host_ips") or [])
     if host_ips:
-        status["hostIP"] = host_ips[0]
-        status["hostIPs"] = [{"ip": ip} for ip in host_ips[:2]]
+        put(status, "hostIP", host_ips[0])
+        status["hostIPs"] = [_ip(ip) for ip in host_ips[:2]]
     if ips:
-        status["podIP"] = ips[0]
-        status["podIPs"] = [{"ip": ip} for ip in ips[:2]]
-    status["qosClass"] = api_status.get("qosClass") or qos_class(pod)
+        put(status, "podIP", ips[0])
+        status["podIPs"] = [_ip(ip) for ip in ips[:2]]
+    put(status, "qosClass", api_status.get("qosClass") or qos_class(pod))
     init_statuses = convert_container_statuses(
         pod,
         spec.get("initContainers") or [],
@@ -149,7 +152,8 @@ def generate_api_status(
     )
     if init_statuses:
         status["initContainerStatuses"] = init_statuses
-    status["containerStatuses"] = statuses
+    if statuses:
+        status["containerStatuses"] = statuses
 
     phase = get_phase(pod, init_statuses, statuses, pod_is_terminal)
     if phase not in TERMINAL_PHASES:
@@ -161,7 +165,7 @@ def generate_api_status(
         for key in ("reason", "message"):
             value = old.get(key) or api_status.get(key)
             if value:
-                status[key] = value
+                put(status, key, value)
     if api_status.get("phase") in TERMINAL_PHASES and phase != api_status["phase"]:
         phase = api_status["phase"]  # the apiserver's terminal phase always wins
     status["phase"] = phase
@@ -183,3 +187,9 @@ def generate_api_status(
     conditions.append(condition("PodScheduled", "True"))
     status["conditions"] = conditions
     return status
+
+
+def _ip(ip: object) -> JSONDict:
+    entry: JSONDict = {}
+    put(entry, "ip", ip)
+    return entry

@@ -10,9 +10,13 @@ The rules: docs/kubelet-rules.md#status-manager.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from podledger.streams.canonical import (
     MAX_TERMINATION_MESSAGE_BYTES,
+    canonical_condition,
+    is_canonical,
+    normalize_generated,
     normalize_in_place,
     normalize_status,
     semantic,
@@ -139,15 +143,30 @@ def update_last_transition_times(old: JSONDict | None, new: JSONDict, now: str) 
         if cond.get("type") not in TRANSITION_TIMED:
             continue
         cond.setdefault("lastProbeTime", None)
-        previous = old_by_type.get(cond["type"])
-        if (
-            previous is not None
-            and previous.get("status") == cond.get("status")
-            and previous.get("lastTransitionTime")
-        ):
-            cond["lastTransitionTime"] = previous["lastTransitionTime"]
-        else:
-            cond["lastTransitionTime"] = now
+        cond["lastTransitionTime"] = _transition_time(old_by_type, cond, now)
+
+
+def _transition_time(old_by_type: JSONDict, cond: JSONDict, now: str) -> Any:
+    """A condition keeps its old time while its status stays; otherwise `now`."""
+    previous = old_by_type.get(cond["type"])
+    if (
+        previous is not None
+        and previous.get("status") == cond.get("status")
+        and previous.get("lastTransitionTime")
+    ):
+        return previous["lastTransitionTime"]
+    return now
+
+
+def _canonical_conditions(old: JSONDict, conditions: list[JSONDict], now: str) -> list[JSONDict]:
+    """update_last_transition_times, normalized and in canonical form, condition by condition."""
+    old_by_type = {c.get("type"): c for c in old.get("conditions") or []}
+    return [
+        canonical_condition(
+            cond, _transition_time(old_by_type, cond, now) if cond.get("type") in TRANSITION_TIMED else None
+        )
+        for cond in conditions
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,25 +186,37 @@ def set_pod_status(
     now: str,
     *,
     force: bool = False,
+    built: bool = False,
 ) -> StatusUpdate:
     """updateStatusInternal (SetPodStatus) for a freshly generated status `new`, which it takes over:
     it may change `new`, its lists, container statuses and conditions, never what lies below them
-    (generate_api_status shares that with the cached status). The stored status is canonical and
-    new throughout: normalized, and without null or empty fields, so two statuses are semantically
-    equal exactly when they are equal dicts."""
+    (generate_api_status shares that with the cached status). The stored status is canonical:
+    normalized, and without null or empty fields, so two statuses are semantically equal exactly
+    when they are equal dicts.
+
+    `built` says that `new` is generate_api_status's: over a canonical old status (the cached one,
+    or an API status without empty fields) it is canonical already but for its conditions and
+    container states, and no walk over all of it is needed. Otherwise (TerminatePod's status, an
+    API status with empty fields) the whole status is made canonical and new."""
     old = cached if cached is not None else (pod.get("status") or {})
     error = check_container_state_transition(old, new, pod)
     if error is not None:
         return StatusUpdate(None, version, error)
     status = new
-    update_last_transition_times(old, status, now)
-    if old.get("startTime"):
-        status["startTime"] = old["startTime"]
-    elif not status.get("startTime"):
-        status["startTime"] = now
-    status = semantic(normalize_in_place(pod, status))
-    for cond in status.get("conditions") or []:
-        cond.setdefault("lastProbeTime", None)  # as the API shows it; the same shape every time
+    if built and (cached is not None or is_canonical(old)):
+        if "conditions" in status:
+            status["conditions"] = _canonical_conditions(old, status["conditions"], now)
+        status["startTime"] = truncate_time(old.get("startTime") or status.get("startTime") or now)
+        normalize_generated(pod, status)
+    else:
+        update_last_transition_times(old, status, now)
+        if old.get("startTime"):
+            status["startTime"] = old["startTime"]
+        elif not status.get("startTime"):
+            status["startTime"] = now
+        status = semantic(normalize_in_place(pod, status))
+        for cond in status.get("conditions") or []:
+            cond.setdefault("lastProbeTime", None)  # as the API shows it; the same shape every time
     if cached is not None and not force and _kubelet_equal_canonical(cached, status):
         return StatusUpdate(None, version)
     return StatusUpdate(status, version + 1)
