@@ -162,7 +162,7 @@ def run_pipeline(
         health = HealthServer(
             f"{'/'.join(sorted(roles))} worker",
             {
-                "kafka": pipeline.delivery.healthy,
+                "kafka": pipeline.healthy,
                 **({"apiserver": sink.apiserver.healthy} if "sink" in roles else {}),
             },
             lambda: worker_metrics(pipeline, sink if "sink" in roles else None),

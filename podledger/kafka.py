@@ -27,6 +27,7 @@ from podledger.schemas import encode
 __all__ = [
     "DeliveryHealth",
     "OutRecord",
+    "ProducerSlot",
     "Publisher",
     "deliver",
     "deliver_all",
@@ -72,6 +73,47 @@ class DeliveryHealth:
 
 
 Reset = Callable[[], Awaitable[None]]
+
+
+class ProducerSlot:
+    """An idempotent `acks=all` producer made on first use, and dropped by `reset` after a failed
+    write so the next use makes a new one (see deliver()); `health` is what its deliveries report."""
+
+    def __init__(self, settings: Settings, **options: Any) -> None:
+        self.settings = settings
+        self.options = {
+            "acks": "all",
+            "enable_idempotence": True,  # a retried batch is written once
+            "linger_ms": 2,
+            "max_batch_size": 1 << 20,
+            "max_request_size": 8 << 20,
+            **options,
+        }
+        self.health = DeliveryHealth()
+        self._producer: AIOKafkaProducer | None = None
+        self._starting: asyncio.Lock | None = None  # made in the running loop, on first use
+
+    async def get(self) -> AIOKafkaProducer:
+        if self._producer is not None:
+            return self._producer
+        if self._starting is None:
+            self._starting = asyncio.Lock()
+        async with self._starting:  # concurrent first uses share one producer
+            if self._producer is None:
+                producer = AIOKafkaProducer(
+                    bootstrap_servers=self.settings.bootstrap,
+                    **self.options,
+                    **self.settings.kafka_client_options(),
+                )
+                await producer.start()
+                self._producer = producer
+        return self._producer
+
+    async def reset(self, *args: Any, **kwargs: Any) -> None:
+        """Stop the producer, if any (also a Faust shutdown signal's receiver: any arguments)."""
+        if self._producer is not None:
+            producer, self._producer = self._producer, None
+            await producer.stop()
 
 
 async def deliver(

@@ -15,19 +15,14 @@ from pathlib import Path
 from typing import Any, cast
 
 import faust
-from aiokafka import AIOKafkaProducer
 
 from podledger.config import Settings
-from podledger.kafka import (
-    DeliveryHealth,
-    deliver,
-    node_signer,
-)
+from podledger.kafka import ProducerSlot, deliver, node_signer
 from podledger.keys import load_keyring
 from podledger.partitioner import partition_for_node
 from podledger.paths import cache_dir
 from podledger.schemas import DecodeError, cloud_events, decode, encode
-from podledger.streams.fold_loop import FoldLoop, OutputProducer
+from podledger.streams.fold_loop import FoldLoop
 from podledger.streams.intake import FoldApp, Intake
 from podledger.streams.topics import ALL_TOPICS
 from podledger.types import INGRESS_TOPICS
@@ -93,12 +88,11 @@ class Pipeline:
             )
             for spec in ALL_TOPICS
         }
-        self._output_producer: AIOKafkaProducer | None = None
+        self.output = ProducerSlot(settings)  # what the node and sink roles publish
         self.signer = node_signer(settings)  # the node roles' proof of origin, if configured
-        self.delivery = DeliveryHealth()  # of what the roles in this app publish
         # What the fold has done, for /metrics: events folded, versions, dead letters by reason.
         self.counts: Counter[tuple[str, str]] = Counter()
-        self.app.on_before_shutdown.connect(self._stop_output_producer)
+        self.app.on_before_shutdown.connect(self.output.reset)
         self.fold: FoldLoop | None = None
         if fold:
             ingress = self.app.topic(
@@ -117,8 +111,7 @@ class Pipeline:
                 settings.fold_batch_ms / 1000,
             )
             cast(FoldApp, self.app).intake = intake
-            output = OutputProducer(self._producer, self._stop_output_producer, self.delivery)
-            loop = FoldLoop(settings, self.app, intake, output, load_keyring(settings), self.counts)
+            loop = FoldLoop(settings, self.app, intake, load_keyring(settings), self.counts)
             self.fold = loop
             self.app.on_partitions_revoked.connect(loop.on_revoked)
 
@@ -145,7 +138,7 @@ class Pipeline:
         ]
 
         async def send() -> asyncio.Future[Any]:
-            producer = await self._producer()
+            producer = await self.output.get()
             return await producer.send(
                 self.settings.topic(topic),
                 key=key_bytes,
@@ -154,7 +147,7 @@ class Pipeline:
                 headers=headers or None,
             )
 
-        await deliver(send, f"{topic} record of pod {key}", self.delivery, self._stop_output_producer)
+        await deliver(send, f"{topic} record of pod {key}", self.output.health, self.output.reset)
 
     def add_task(self, factory: Callable[[Pipeline], Awaitable[None]]) -> None:
         """Run a long-lived node or sink task inside the app's lifecycle."""
@@ -189,21 +182,9 @@ class Pipeline:
         agent.__name__ = f"{topic}_consumer"
         self.app.agent(self.topics[topic], name=f"{topic.replace('-', '_')}_consumer")(agent)
 
-    async def _producer(self) -> AIOKafkaProducer:
-        if self._output_producer is None:
-            self._output_producer = AIOKafkaProducer(
-                bootstrap_servers=self.settings.bootstrap,
-                acks="all",
-                enable_idempotence=True,  # a retried batch is written once
-                linger_ms=2,
-                max_batch_size=1 << 20,
-                max_request_size=8 << 20,
-                **self.settings.kafka_client_options(),
-            )
-            await self._output_producer.start()
-        return self._output_producer
-
-    async def _stop_output_producer(self, *args: Any, **kwargs: Any) -> None:
-        if self._output_producer is not None:
-            await self._output_producer.stop()
-            self._output_producer = None
+    def healthy(self) -> tuple[bool, str]:
+        """Whether what this app publishes is delivered: the roles' records and the fold's stages."""
+        ok, why = self.output.health.healthy()
+        if ok and self.fold is not None:
+            return self.fold.writer.healthy()
+        return ok, why

@@ -2,31 +2,32 @@
 and changed records stored, effectively once (the protocol: streams/batch.py).
 
 It only moves data: the intake (streams/intake.py) hands it whole fetches of Faust's consumer,
-BatchFold decides, and this loop publishes, stores, acknowledges, restores partitions it is given
-and feeds the watermark publisher. streams/app.py wires it into the Faust app.
+BatchFold decides, and this loop has each batch written (streams/fold_writes.py), acknowledges it,
+restores the partitions it is given and feeds the watermark publisher. streams/app.py wires it into
+the Faust app.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections import Counter, deque
 from dataclasses import dataclass
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple
 
 import faust
 import orjson
-from aiokafka import AIOKafkaProducer, TopicPartition
+from aiokafka import TopicPartition
 
 from podledger.config import Settings
-from podledger.kafka import DeliveryHealth, OutRecord, deliver_batched, new_consumer, read_to_end
+from podledger.kafka import new_consumer, read_to_end
 from podledger.schemas import decode
 from podledger.streams.batch import Batch, BatchFold, marker_key, seal
-from podledger.streams.fold import Coordinates, HoldLimits, Output, PodRecord
+from podledger.streams.fold_writes import BatchWriter
 from podledger.streams.intake import Delivery, Intake
+from podledger.streams.outputs import Coordinates
+from podledger.streams.record import HoldLimits, PodRecord
 from podledger.streams.state import FoldState
-from podledger.streams.topics import ALL_TOPICS
 from podledger.streams.watermark import oldest_held
 from podledger.streams.watermark_publisher import WatermarkPublisher
 from podledger.types import INGRESS_TOPICS, Topic
@@ -34,14 +35,21 @@ from podledger.types import INGRESS_TOPICS, Topic
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class OutputProducer:
-    """The app's idempotent output producer as the loop uses it: get it, drop it after a failed
-    write (deliver_batched makes a new one), and the health its deliveries report to."""
+# Batches folded and not stored yet, at most: the fold waits for the oldest one's store beyond this.
+MAX_UNSTORED = 4
 
-    producer: Callable[[], Awaitable[AIOKafkaProducer]]
-    reset: Callable[[], Awaitable[None]]
-    health: DeliveryHealth
+
+@dataclass(frozen=True, slots=True)
+class _InFlight:
+    """A batch's three stages, as tasks (FoldLoop.run)."""
+
+    journaled: asyncio.Task[dict[int, int]]
+    published: asyncio.Task[None]
+    stored: asyncio.Task[None]
+
+    def cancel(self) -> None:
+        for task in (self.journaled, self.published, self.stored):
+            task.cancel()
 
 
 class FoldLoop:
@@ -52,68 +60,110 @@ class FoldLoop:
         settings: Settings,
         app: faust.App,
         intake: Intake,
-        output: OutputProducer,
         keyring: Any,
         counts: Counter[tuple[str, str]],
     ) -> None:
-        self.settings, self.app, self.intake, self.output = settings, app, intake, output
+        self.settings, self.app, self.intake = settings, app, intake
         self.keyring = keyring
-        self.counts = counts  # events folded, versions, dead letters by reason: the app's /metrics
         self._by_kafka_name = {settings.topic(name): name.value for name in INGRESS_TOPICS}
-        self._names = {spec.name: settings.topic(spec.name) for spec in ALL_TOPICS}
         self.state = FoldState(settings)
+        self.writer = BatchWriter(settings, self.state, counts)
         self.watermarks = WatermarkPublisher(settings)
         self._recovered: set[int] = set()  # partitions whose journal tail was re-applied
         self._waiting: set[bytes] = set()  # records holding events for unannounced pods
         self._holding: dict[bytes, dict[int, int]] = {}  # those records' oldest held stamp per partition
-        self._unstored: Batch | None = None  # the batch being published and stored (see run)
+        self._unstored: list[Batch] = []  # batches folded and not stored yet, oldest first (see run)
         self._clock: dict[int, int] = {}  # partition -> newest pod-updates event time folded
         self._heads: dict[tuple[str, int], bytes] = {}  # (topic, partition) -> its hash chain's head
 
     async def run(self) -> None:
         """Fold batches of input records, effectively once (the protocol: streams/batch.py).
 
-        Pipelined by one batch: batch n is folded while batch n-1 is published and stored, and
-        published only once n-1 is stored, so the broker sees exactly the writes, in exactly the
-        order, of one batch after the other. Folding n reads n-1's records from memory (what the
-        store then writes), and n's offsets are acknowledged to Faust only after n is stored."""
-        storing: asyncio.Task[None] | None = None
+        Each batch goes through three stages, in batch order within each stage: its journal
+        entries are delivered; then its versions and dead letters; then its records and markers
+        are stored and its inputs acknowledged to Faust. Every stage of batch n waits for the same
+        stage of batch n-1 and the stage before it of batch n, so the broker sees every topic's
+        writes in batch order and a version only after its journal entry, while stages of
+        consecutive batches overlap (batch n's journal goes out while n-1's records are stored) and
+        the fold goes on folding. Folding reads the records of batches not stored yet from memory
+        (what their store then writes). At most MAX_UNSTORED batches are folded and not stored;
+        a crash loses none of them: the successor re-applies the journal after the stored marker."""
+        flight: deque[_InFlight] = deque()
         try:
             while True:
-                delivery = await self._take(storing)
+                delivery = await self._take(flight)
                 new = sorted({r.partition for r in delivery.records} - self._recovered)
-                if new:  # restoring publishes: after the batch before, and from stored records only
-                    await self._settle(storing)
-                    storing = None
+                if new:  # restoring publishes: after the batches before, and from stored records only
+                    await self._settle(flight)
                     for partition in new:
                         await self._restore(partition)
                 fold, folded = self._fold(delivery)
                 self._seal(fold.batch)
                 held = self._held()
-                await self._settle(storing)
-                self._unstored = fold.batch
-                storing = asyncio.create_task(self._publish(fold.batch, folded, delivery, held))
+                while len(flight) >= MAX_UNSTORED:
+                    await flight[0].stored
+                    flight.popleft()
+                flight.append(self._send(fold.batch, folded, delivery, held, flight[-1] if flight else None))
         finally:
-            if storing is not None and not storing.done():
-                storing.cancel()  # not stored, not acknowledged: folded again by whoever resumes
-            await self.output.reset()
+            for in_flight in flight:  # not stored, not acknowledged: folded again by whoever resumes
+                in_flight.cancel()
+            await self.writer.close()
 
-    async def _take(self, storing: asyncio.Task[None] | None) -> Delivery:
-        """The next batch; a failure of the batch being stored is raised meanwhile, not later."""
-        if storing is None or storing.done():
-            await self._settle(storing)
+    async def _take(self, flight: deque[_InFlight]) -> Delivery:
+        """The next batch; a failure of a batch in flight is raised meanwhile, not later (it fails
+        the newest batch's store too, which waits for it)."""
+        while flight and flight[0].stored.done():
+            await flight.popleft().stored
+        if not flight:
             return await self.intake.take()
+        newest = flight[-1].stored
         taking = asyncio.ensure_future(self.intake.take())
-        await asyncio.wait({taking, storing}, return_when=asyncio.FIRST_COMPLETED)
-        if storing.done() and storing.exception() is not None:
+        await asyncio.wait({taking, newest}, return_when=asyncio.FIRST_COMPLETED)
+        if newest.done() and newest.exception() is not None:
             taking.cancel()
-            await self._settle(storing)
+            await newest
         return await taking
 
     @staticmethod
-    async def _settle(storing: asyncio.Task[None] | None) -> None:
-        if storing is not None:
-            await storing
+    async def _settle(flight: deque[_InFlight]) -> None:
+        while flight:
+            await flight.popleft().stored
+
+    def _send(
+        self,
+        batch: Batch,
+        folded: dict[int, dict[str, int]],
+        delivery: Delivery,
+        held: dict[int, int],
+        before: _InFlight | None,
+    ) -> _InFlight:
+        """Start a sealed batch's three stages, each after the same stage of the batch `before`."""
+        self._unstored.append(batch)
+
+        async def journal() -> dict[int, int]:
+            if before is not None:
+                await before.journaled
+            return await self.writer.journal(batch)
+
+        async def publish() -> None:
+            if before is not None:
+                await before.published
+            await journaled
+            await self.writer.outputs(batch)
+
+        async def store() -> None:
+            if before is not None:
+                await before.stored
+            journal_end = await journaled
+            await published
+            await self.writer.store(batch, journal_end, folded)
+            self._unstored.remove(batch)
+            self.intake.acknowledge(delivery)
+            self.watermarks.stored([_Applied.of(r) for r in delivery.newest.values()], held, self._recovered)
+
+        journaled = asyncio.create_task(journal())
+        published = asyncio.create_task(publish())
+        return _InFlight(journaled, published, asyncio.create_task(store()))
 
     def _fold(self, delivery: Delivery) -> tuple[BatchFold, dict[int, dict[str, int]]]:
         fold = self._batch_fold()
@@ -143,21 +193,13 @@ class FoldLoop:
             else:
                 self._holding.pop(key, None)
 
-    async def _publish(
-        self, batch: Batch, folded: dict[int, dict[str, int]], delivery: Delivery, held: dict[int, int]
-    ) -> None:
-        await self._commit(batch, inputs=folded)
-        if self._unstored is batch:
-            self._unstored = None
-        self.intake.acknowledge(delivery)
-        self.watermarks.stored([_Applied.of(r) for r in delivery.newest.values()], held, self._recovered)
-
     def _lookup(self, key: bytes) -> PodRecord | None:
-        """A pod's record as of the last folded batch: the batch being stored, else fold-state."""
-        unstored = self._unstored
-        if unstored is not None and key in unstored.changed:
-            record = unstored.changed[key][1]  # copied: that batch's store is writing it
-            return None if record is None else orjson.loads(orjson.dumps(record))
+        """A pod's record as of the last folded batch: from the newest batch not stored yet that
+        changed it, else fold-state."""
+        for unstored in reversed(self._unstored):
+            if key in unstored.changed:
+                record = unstored.changed[key][1]  # copied: that batch's store will write it
+                return None if record is None else orjson.loads(orjson.dumps(record))
         return self.state.get(key)
 
     def _batch_fold(self) -> BatchFold:
@@ -176,73 +218,6 @@ class FoldLoop:
         repeat them) and the clock held events expire by."""
         seal(batch, self._heads, self.settings.topic_prefix)
         self._clock.update(batch.newest)
-
-    async def _commit(
-        self,
-        batch: Batch,
-        journal_end: dict[int, int] | None = None,
-        inputs: dict[int, dict[str, int]] | None = None,
-        reapplied: dict[int, dict[str, list[int]]] | None = None,
-    ) -> None:
-        """Steps 2-4 of the protocol for a sealed batch: journal, then the other outputs, then the
-        records, then each partition's marker (its last journal offset and, from `inputs`, the
-        newest input offsets folded per topic)."""
-        journal_end = dict(journal_end or {})
-        offsets = await self._deliver(batch.journal)
-        for (partition, _), offset in zip(batch.journal, offsets, strict=True):
-            journal_end[partition] = max(journal_end.get(partition, -1), offset)
-        await self._deliver(batch.outputs)
-        letters = Counter(out.value.reason for _, out in batch.outputs if out.topic == Topic.DEAD_LETTER)
-        self.counts[("events", "")] += len(batch.journal)
-        self.counts[("versions", "")] += sum(
-            1 for _, o in batch.outputs if o.topic == Topic.POD_STATUS_HISTORY
-        )
-        for reason, n in letters.items():
-            self.counts[("dead_letters", reason)] += n
-        if letters:
-            log.warning(
-                "dead-lettered %s", ", ".join(f"{n} {reason}" for reason, n in sorted(letters.items()))
-            )
-        inputs = inputs or {}
-        await self._store(
-            list(batch.changed.items()),
-            [
-                (p, journal_end.get(p), inputs.get(p, {}), (reapplied or {}).get(p))
-                for p in sorted(journal_end.keys() | inputs.keys())
-            ],
-        )
-
-    async def _store(
-        self,
-        records: list[tuple[bytes, tuple[int, PodRecord | None]]],
-        markers: list[tuple[int, int | None, dict[str, int], dict[str, list[int]] | None]],
-    ) -> None:
-        """Step 4: write the changed records, then the markers, and wait for every acknowledgement
-        (before Faust may commit these input offsets: nothing held is lost). Writes that fail are
-        sent again, with everything after them on their partition, until the broker takes them."""
-        writes = _Writes()
-        producer = cast(AIOKafkaProducer, writes)  # FoldState writes through it: one batch per partition
-        for key, (partition, record) in records:
-            await self.state.put(producer, key, partition, record)
-        for partition, journal_offset, folded, reapplied in markers:
-            await self.state.put_marker(producer, partition, journal_offset, folded, reapplied)
-        await deliver_batched(writes.records, self.output.producer, self.output.health, self.output.reset)
-
-    async def _deliver(self, outputs: list[tuple[int, Output]]) -> list[int]:
-        """Publish outputs (co-partitioning: each on the partition number of its input) until the
-        broker acknowledges them all; returns their offsets. They go through a plain aiokafka
-        producer, as whole record batches: Faust's send path would hold them as attachments until
-        the offset commit, and costs several times more per message."""
-        names = self._names
-        return await deliver_batched(
-            [
-                OutRecord(names[out.topic], partition, out.key.encode(), out.wire_value(), out.headers)
-                for partition, out in outputs
-            ],
-            self.output.producer,
-            self.output.health,
-            self.output.reset,
-        )
 
     async def _restore(self, partition: int) -> None:
         """Load a newly assigned partition's records, then re-apply the journal entries written
@@ -273,9 +248,7 @@ class FoldLoop:
                 fold.batch.journal.clear()
                 self._seal(fold.batch)
                 self._note_held(fold.batch)
-                await self._commit(
-                    fold.batch, journal_end={partition: last}, reapplied={partition: reapplied}
-                )
+                await self.writer.commit(fold.batch, {partition: last}, {partition: reapplied})
                 log.warning(
                     "partition %d: re-applied journal offsets %d..%d after a restart", partition, start, last
                 )
@@ -331,13 +304,3 @@ class _Applied(NamedTuple):
         return cls(
             record.topic, record.partition, record.offset, record.timestamp / 1000, record.timestamp_type
         )
-
-
-class _Writes:
-    """Collects what FoldState would send, for deliver_batched (FoldState keeps the values)."""
-
-    def __init__(self) -> None:
-        self.records: list[OutRecord] = []
-
-    async def send(self, topic: str, *, key: bytes, value: bytes | None, partition: int) -> None:
-        self.records.append(OutRecord(topic, partition, key, value))
