@@ -119,21 +119,9 @@ def semantic(value: Any) -> Any:
         return [semantic(item) if type(item) is dict or type(item) is list else item for item in value]
     if kind is not dict:
         return value
-    out = {}
+    out: JSONDict = {}
     for key, item in value.items():
-        kind = type(item)
-        if kind is str:
-            if item:
-                out[key] = item
-        elif kind is bool or kind is int:
-            out[key] = item
-        elif kind is dict:
-            out[key] = semantic(item)
-        elif kind is list:
-            if item:
-                out[key] = semantic(item)
-        elif not (item is None or item == "" or item == []):
-            out[key] = item
+        put(out, key, item)
     return out
 
 
