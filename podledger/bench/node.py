@@ -221,7 +221,8 @@ def print_node(figures: NodeFigures) -> None:
             f" {sum(p for _, p in pauses) / 1000:.2f} s in all ({by_generation or 'none'})"
         )
     full = [f"{p * 1000:.0f}" for g, p, s in figures.gc_pauses if g == 2]
-    print(f"  old generation:   {', '.join(full) or 'none'} ms (in order; one may settle the startup heap)")
+    full_text = f"{', '.join(full)} ms (in order; one may settle the startup heap)" if full else "none"
+    print(f"  old generation:   {full_text}")
     rss = figures.rss_mb or [float("nan")]
     print(
         f"agent RSS:          {rss[0]:.0f} MB at the start, {max(rss):.0f} MB at most,"
