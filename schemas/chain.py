@@ -11,8 +11,8 @@ The values keep their v1 schemas; any consumer can recompute a link. An edited r
 matches its own hash, and a record dropped from a copy leaves its successor pointing at a hash
 that is nowhere: `ChainWalk` names both by offset.
 
-Writers resend (podledger.kafka.deliver_all resends a partition from its first failure on), so a
-record may appear twice: an exact re-send has the same key, value and prev as an earlier record,
+Writers resend (podledger.delivery.deliver_batched resends a partition from its first failure
+on), so a record may appear twice: an exact re-send has the same key, value and prev as an earlier record,
 hence the same hash, and is reported as a duplicate, not as tampering. The chain then goes on
 from it, as a writer restored from the partition's last record (the re-sent one) would.
 """

@@ -17,7 +17,8 @@ from typing import Any, cast
 import faust
 
 from podledger.config import Settings
-from podledger.kafka import ProducerSlot, deliver, node_signer
+from podledger.delivery import ProducerSlot, deliver
+from podledger.kafka import node_signer
 from podledger.keys import load_keyring
 from podledger.partitioner import partition_for_node
 from podledger.paths import cache_dir

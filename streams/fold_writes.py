@@ -12,7 +12,7 @@ from typing import cast
 from aiokafka import AIOKafkaProducer
 
 from podledger.config import Settings
-from podledger.kafka import OutRecord, ProducerSlot, deliver_batched
+from podledger.delivery import OutRecord, ProducerSlot, deliver_batched
 from podledger.streams.batch import Batch
 from podledger.streams.outputs import Output
 from podledger.streams.state import FoldState
@@ -30,7 +30,7 @@ class BatchWriter:
         self.counts = counts  # events folded, versions, dead letters by reason: the app's /metrics
         self._names = {spec.name: settings.topic(spec.name) for spec in ALL_TOPICS}
         # A producer per stage: a stage that fails makes a new producer of its own (see
-        # podledger.kafka.deliver), which must not cut off another stage's writes in flight.
+        # podledger.delivery.deliver), which must not cut off another stage's writes in flight.
         self.journal_out = ProducerSlot(settings)
         self.versions_out = ProducerSlot(settings)
         self.state_out = ProducerSlot(settings)

@@ -39,7 +39,8 @@ from podledger.agents.kube import Kube, KubeError
 from podledger.agents.sink import decisions as api_sync
 from podledger.agents.sink.cache import PodCache
 from podledger.config import Settings
-from podledger.kafka import DeliveryHealth, new_consumer, read_to_end
+from podledger.delivery import DeliveryHealth
+from podledger.kafka import new_consumer, read_to_end
 from podledger.logs import pod_logger
 from podledger.schemas import DecodeError, decode, models
 from podledger.streams.status import rfc3339

@@ -1,5 +1,5 @@
 """The live fold's edges on the real broker: outputs published as whole record batches
-(podledger.kafka.deliver_batched), and input offsets that Faust still commits although the fold
+(podledger.delivery.deliver_batched), and input offsets that Faust still commits although the fold
 reads its consumer in whole fetches (streams/intake.py)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.errors import MessageSizeTooLargeError
 
 from podledger.config import Settings
-from podledger.kafka import DeliveryHealth, OutRecord, deliver_batched
+from podledger.delivery import DeliveryHealth, OutRecord, deliver_batched
 from podledger.streams.topics import ensure_topics, start_admin
 from podledger.types import INGRESS_TOPICS, Topic
 from podledger.workload import produce, workload

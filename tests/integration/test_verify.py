@@ -196,7 +196,7 @@ def test_verify_is_clean_and_names_a_forged_version_an_edited_record_and_a_left_
     assert f"broken link: journal partition {dropped.partition} offset {dropped.offset}:" in out
     assert "first divergence: pod-status-history" in out
 
-    # 3. A copy with exact re-sends (what deliver_all leaves after a refused write): benign.
+    # 3. A copy with exact re-sends (what deliver_batched leaves after a refused write): benign.
     twice = {("pod-status-history", victim.partition, victim.offset), ("journal", *coordinates(dropped))}
 
     def resend(topic: str, r: ConsumerRecord) -> list[ConsumerRecord]:

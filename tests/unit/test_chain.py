@@ -85,7 +85,7 @@ def test_an_honest_chain_is_linked_throughout() -> None:
 def test_exact_resends_are_duplicates_and_the_chain_goes_on() -> None:
     a, b, c = written(b"a", b"b", b"c")
     d = written(b"d", head=chain.head_after(c[2]))[0]
-    # deliver_all resends a partition from its first failure on: b and c land twice.
+    # deliver_batched resends a partition from its first failure on: b and c land twice.
     assert verdicts([a, b, c, b, c, d]) == [Verdict.LINKED] * 3 + [Verdict.DUPLICATE] * 2 + [Verdict.LINKED]
     # A worker killed mid-resend leaves b last; its successor chains on b (the last record).
     after_b = written(b"d", head=chain.head_after(b[2]))[0]

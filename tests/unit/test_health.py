@@ -11,8 +11,9 @@ from aiokafka.errors import KafkaConnectionError
 
 from podledger import local
 from podledger.config import Settings
+from podledger.delivery import DeliveryHealth
 from podledger.health import HealthServer, prometheus_text
-from podledger.kafka import DeliveryHealth, new_consumer, started
+from podledger.kafka import new_consumer, started
 
 
 def test_healthz_answers_for_all_checks_or_one() -> None:

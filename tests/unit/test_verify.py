@@ -150,7 +150,7 @@ def test_a_version_the_rules_never_give_is_unexplained() -> None:
 
 def test_resends_and_versions_republished_after_a_crash_are_duplicates_not_tampering() -> None:
     written = live()
-    # deliver_all resent a journal entry and a history record that had landed: exact copies.
+    # deliver_batched resent a journal entry and a history record that had landed: exact copies.
     written.journal.insert(11, written.journal[10])
     written.history.insert(4, written.history[3])
     # A successor re-applied the journal tail and published its versions again, chained anew.
