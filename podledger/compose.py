@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import gc
 import logging
 import signal
 import time
@@ -201,8 +202,8 @@ def run_pipeline(
 
 
 def worker_metrics(pipeline: Any, sink: Any | None) -> str:
-    """/metrics of a fold or sink worker: what the fold folded and parked, what the sink wrote,
-    and how many pods wait to retry a failed write."""
+    """/metrics of a fold or sink worker: what the fold folded and parked, the collector's pauses
+    of the fold loop, what the sink wrote, and how many pods wait to retry a failed write."""
     fold: dict[str, Samples] = {
         f"podledger_fold_{name}_total": {(("reason", label),) if label else (): float(n)}
         for (name, label), n in pipeline.counts.items()
@@ -214,6 +215,13 @@ def worker_metrics(pipeline: Any, sink: Any | None) -> str:
         if name == "dead_letters"
     }
     gauges: dict[str, Samples] = {}
+    if pipeline.fold is not None:  # each collector pass stops the fold loop: its pauses, by generation
+        pauses = pipeline.fold.gc_pauses
+        by_generation = [(("generation", str(g)),) for g in range(3)]
+        fold["podledger_gc_passes_total"] = dict(zip(by_generation, map(float, pauses.passes), strict=True))
+        fold["podledger_gc_pause_seconds_total"] = dict(zip(by_generation, pauses.seconds, strict=True))
+        gauges["podledger_gc_longest_pause_seconds"] = dict(zip(by_generation, pauses.longest, strict=True))
+        gauges["podledger_gc_frozen_objects"] = {(): float(gc.get_freeze_count())}
     if sink is not None:
         fold["podledger_sink_syncs_total"] = {(("outcome", k),): float(v) for k, v in sink.stats.items()}
         gauges["podledger_sink_pods_retrying"] = {(): float(sink.retrying())}

@@ -17,6 +17,9 @@ period of its own therefore runs the passes itself, at moments it picks (`Collec
 from __future__ import annotations
 
 import gc
+import time
+from collections.abc import Callable
+from typing import Any
 
 # Allocations minus deallocations before a young collection (CPython's default: 700). Higher means
 # fewer, slightly longer young collections; the middle and old generations keep their ratios.
@@ -75,3 +78,39 @@ class CollectionSchedule:
             return generation
         finally:
             self.collecting = False
+
+
+class GcPauses:
+    """The collector's pauses while registered (a context manager): each one stops the event loop.
+
+    Per generation it counts the passes, their seconds and the longest, for a service's /metrics;
+    with `keep` it also lists every pause as (generation, seconds, scheduled), for a benchmark.
+    `scheduled` says whether the service ran the pass itself (CollectionSchedule.collecting)."""
+
+    def __init__(self, scheduled: Callable[[], bool] = lambda: False, *, keep: bool = True) -> None:
+        self.scheduled = scheduled
+        self.keep = keep
+        self.pauses: list[tuple[int, float, bool]] = []
+        self.passes = [0, 0, 0]
+        self.seconds = [0.0, 0.0, 0.0]
+        self.longest = [0.0, 0.0, 0.0]
+        self._started = 0.0
+
+    def __enter__(self) -> GcPauses:
+        gc.callbacks.append(self._observe)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self._observe)
+
+    def _observe(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+            return
+        elapsed = time.perf_counter() - self._started
+        generation = int(info["generation"])
+        self.passes[generation] += 1
+        self.seconds[generation] += elapsed
+        self.longest[generation] = max(self.longest[generation], elapsed)
+        if self.keep:
+            self.pauses.append((generation, elapsed, self.scheduled()))

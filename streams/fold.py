@@ -97,7 +97,9 @@ def fold_event(
     limits: HoldLimits = DEFAULT_HOLD,
     proof: Proof | None = None,
 ) -> tuple[PodRecord | None, list[Output]]:
-    """Apply one decoded input event to the pod's record.
+    """Apply one decoded input event to the pod's record: the record it returns is a new one
+    when anything changed, and `record` itself is never changed (the live fold folds a pod again
+    from a record its store has still to write; tests/unit/test_fold_leaves_records.py).
 
     `proof` is the event's proven writer (schemas/origin.py), when the fold checks origins."""
     refused = foreign(record, at, event)

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import faust
-import orjson
 from aiokafka import TopicPartition
 
 from podledger.config import Settings
+from podledger.heap import GcPauses, settle_long_lived_heap
 from podledger.kafka import new_consumer, read_to_end
 from podledger.schemas import decode
 from podledger.streams.batch import Batch, BatchFold, marker_key, seal
@@ -75,6 +75,7 @@ class FoldLoop:
         self._unstored: list[Batch] = []  # batches folded and not stored yet, oldest first (see run)
         self._clock: dict[int, int] = {}  # partition -> newest pod-updates event time folded
         self._heads: dict[tuple[str, int], bytes] = {}  # (topic, partition) -> its hash chain's head
+        self.gc_pauses = GcPauses(keep=False)  # the collector's stops of this loop, for /metrics
 
     async def run(self) -> None:
         """Fold batches of input records, effectively once (the protocol: streams/batch.py).
@@ -90,24 +91,31 @@ class FoldLoop:
         a crash loses none of them: the successor re-applies the journal after the stored marker."""
         flight: deque[_InFlight] = deque()
         try:
-            while True:
-                delivery = await self._take(flight)
-                new = sorted({r.partition for r in delivery.records} - self._recovered)
-                if new:  # restoring publishes: after the batches before, and from stored records only
-                    await self._settle(flight)
-                    for partition in new:
-                        await self._restore(partition)
-                fold, folded = self._fold(delivery)
-                self._seal(fold.batch)
-                held = self._held()
-                while len(flight) >= MAX_UNSTORED:
-                    await flight[0].stored
-                    flight.popleft()
-                flight.append(self._send(fold.batch, folded, delivery, held, flight[-1] if flight else None))
+            with self.gc_pauses:
+                await self._run(flight)
         finally:
             for in_flight in flight:  # not stored, not acknowledged: folded again by whoever resumes
                 in_flight.cancel()
             await self.writer.close()
+
+    async def _run(self, flight: deque[_InFlight]) -> None:
+        while True:
+            delivery = await self._take(flight)
+            new = sorted({r.partition for r in delivery.records} - self._recovered)
+            if new:  # restoring publishes: after the batches before, and from stored records only
+                await self._settle(flight)
+                for partition in new:
+                    await self._restore(partition)
+                # What the worker holds from now on lives as long as it does: out of the collector's
+                # sight, its full passes stop walking it (~100 ms each, stalling every batch).
+                settle_long_lived_heap()
+            fold, folded = self._fold(delivery)
+            self._seal(fold.batch)
+            held = self._held()
+            while len(flight) >= MAX_UNSTORED:
+                await flight[0].stored
+                flight.popleft()
+            flight.append(self._send(fold.batch, folded, delivery, held, flight[-1] if flight else None))
 
     async def _take(self, flight: deque[_InFlight]) -> Delivery:
         """The next batch; a failure of a batch in flight is raised meanwhile, not later (it fails
@@ -195,11 +203,11 @@ class FoldLoop:
 
     def _lookup(self, key: bytes) -> PodRecord | None:
         """A pod's record as of the last folded batch: from the newest batch not stored yet that
-        changed it, else fold-state."""
+        changed it (as it is: the fold never changes a record it is given, it makes a new one, so
+        that batch's store still writes what it folded), else fold-state."""
         for unstored in reversed(self._unstored):
             if key in unstored.changed:
-                record = unstored.changed[key][1]  # copied: that batch's store will write it
-                return None if record is None else orjson.loads(orjson.dumps(record))
+                return unstored.changed[key][1]
         return self.state.get(key)
 
     def _batch_fold(self) -> BatchFold:

@@ -25,10 +25,12 @@ from podledger.bench.harness import (
     start_service,
     stop_service,
     topic_count,
+    worker_gc,
 )
 from podledger.config import Settings
 from podledger.errors import UserError
 from podledger.keys import Signer
+from podledger.local.processes import free_port
 from podledger.partitioner import partition_for_node
 from podledger.schemas import decode, encode
 from podledger.schemas.origin import derive_keys, verify
@@ -56,6 +58,8 @@ class FoldFigures:
     workers: int = 1  # fold worker processes of the scaling run (podledger run --workers)
     events_per_s_n: float = float("nan")  # the pipeline's events/s with that many
     events_per_cpu_s: float = float("nan")  # one worker's events per second of its own CPU time
+    gc_full_passes: int = 0  # the worker's full collector passes over the run ...
+    gc_longest_ms: float = float("nan")  # ... and its longest collector pause (it stalls the loop)
 
     def line(self) -> str:
         return (
@@ -67,6 +71,7 @@ class FoldFigures:
             f" sign_us={self.sign_us:.1f} verify_us={self.verify_us:.1f}"
             f" workers={self.workers} events_per_s_n={self.events_per_s_n:.0f}"
             f" events_per_cpu_s={self.events_per_cpu_s:.0f}"
+            f" gc_full_passes={self.gc_full_passes} gc_longest_ms={self.gc_longest_ms:.1f}"
         )
 
 
@@ -94,7 +99,8 @@ def bench_fold(
     asyncio.run(produce(settings, backlog))
     say(f"produced them in {time.monotonic() - t:.1f}s ({len(backlog) / (time.monotonic() - t):.0f}/s)")
 
-    worker = start_service(settings, "fold")
+    health_port = free_port()
+    worker = start_service(settings, "fold", PODLEDGER_HEALTH_PORT=str(health_port))
     try:
         figures.events_per_s, figures.events_per_cpu_s = drain_backlog(settings, worker, len(backlog))
         say(f"pipeline: {figures.events_per_s:.0f} events/s ({figures.events_per_cpu_s:.0f} per CPU second)")
@@ -104,6 +110,7 @@ def bench_fold(
             figures.p50_ms, figures.p99_ms = percentile(latencies, 50), percentile(latencies, 99)
             say(f"latency at {rate}/s: p50 {figures.p50_ms:.1f} ms, p99 {figures.p99_ms:.1f} ms")
         figures.rss_mb = peak_rss_mb(worker.pid)
+        figures.gc_full_passes, figures.gc_longest_ms = worker_gc(health_port)
     finally:
         stop_service(worker)
     figures.events_per_s_n = figures.events_per_s
@@ -381,6 +388,10 @@ def print_fold(figures: FoldFigures, *, pods: int, events: int, partitions: int)
             f"  ({speedup:.2f}x one worker)"
         )
     print(f"fold worker peak RSS:               {figures.rss_mb:.0f} MB")
+    print(
+        f"fold worker collector:              {figures.gc_full_passes} full passes,"
+        f" longest pause {figures.gc_longest_ms:.1f} ms"
+    )
     print(
         f"proof of origin per record:         sign {figures.sign_us:.1f} us,"
         f" verify {figures.verify_us:.1f} us"

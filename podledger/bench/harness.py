@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import urllib.request
 import uuid
 from dataclasses import replace
 from typing import Any
@@ -73,6 +74,21 @@ def start_service(settings: Settings, roles: str, **env: str) -> subprocess.Pope
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
     )
+
+
+def worker_gc(port: int) -> tuple[int, float]:
+    """A worker's full collector passes so far and its longest pause of any pass in ms, from the
+    /metrics it serves on `port` (PODLEDGER_HEALTH_PORT)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+        text = answer.read().decode()
+    full, longest = 0, 0.0
+    for line in text.splitlines():
+        name, _, value = line.rpartition(" ")
+        if name == 'podledger_gc_passes_total{generation="2"}':
+            full = int(float(value))
+        elif name.startswith("podledger_gc_longest_pause_seconds{"):
+            longest = max(longest, float(value) * 1000)
+    return full, longest
 
 
 def stop_service(proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:

@@ -5,14 +5,11 @@ its `on_relist` hook."""
 from __future__ import annotations
 
 import asyncio
-import gc
 import os
 import random
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from podledger.agents.node import NodeAgent
 from podledger.agents.pleg import RelistTiming
@@ -21,6 +18,7 @@ from podledger.bench.harness import bench_settings, machine, percentile, say
 from podledger.bench.recovery import rss_mb
 from podledger.config import Settings
 from podledger.errors import UserError
+from podledger.heap import GcPauses
 from podledger.kafka import Publisher
 from podledger.schemas import models
 from podledger.streams.topics import ensure_topics
@@ -55,31 +53,6 @@ class NodeFigures:
 
 
 RSS_EVERY_S = 5.0
-
-
-class GcPauses:
-    """The garbage collector's pauses (generation, seconds, scheduled) while registered: every
-    collection stops the event loop the PLEG shares with the pod workers and the prober; `scheduled`
-    says whether the agent ran it between relists rather than the allocator at any moment."""
-
-    def __init__(self, scheduled: Callable[[], bool] = lambda: False) -> None:
-        self.pauses: list[tuple[int, float, bool]] = []
-        self.scheduled = scheduled
-        self._started = 0.0
-
-    def __enter__(self) -> GcPauses:
-        gc.callbacks.append(self._observe)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        gc.callbacks.remove(self._observe)
-
-    def _observe(self, phase: str, info: dict[str, Any]) -> None:
-        if phase == "start":
-            self._started = time.perf_counter()
-        else:
-            elapsed = time.perf_counter() - self._started
-            self.pauses.append((int(info["generation"]), elapsed, self.scheduled()))
 
 
 async def sample_rss(samples: list[float], every_s: float = RSS_EVERY_S) -> None:

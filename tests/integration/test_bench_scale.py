@@ -45,11 +45,13 @@ def test_bench_fold_with_workers_keeps_its_keys_and_adds_the_scaling(kafka_boots
     match = re.fullmatch(
         rf"fold events_per_s={n} p50_ms=nan p99_ms=nan offline_events_per_s={n} raw_events_per_s={n}"
         rf" floor_events_per_s={n} rss_mb={n} sign_us={n} verify_us={n} workers=2 events_per_s_n={n}"
-        rf" events_per_cpu_s=(\d+|nan)",
+        rf" events_per_cpu_s=(\d+|nan) gc_full_passes=(\d+) gc_longest_ms={n}",
         last,
     )
     assert match, result.stdout
     assert float(match.group(1)) > 0 and float(match.group(8)) > 0  # both drains were timed
+    # The worker's collector, from its /metrics: it ran, and settled its heap once restored.
+    assert int(match.group(10)) >= 1 and float(match.group(11)) > 0
     assert "pipeline, 2 fold workers:" in result.stdout
 
 

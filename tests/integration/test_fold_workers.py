@@ -109,6 +109,12 @@ def test_two_fold_workers_share_the_partitions_and_fold_every_pod_once(
     # Both own partitions: each has folded part of the input, and together all of it.
     first = [folded_by(port), folded_by(port + 1)]
     assert all(n > 0 for n in first) and sum(first) >= half, first
+    for health_port in (port, port + 1):
+        # Once its partitions are restored, what a worker holds leaves the collector's sight
+        # (podledger/heap.py): its full passes no longer walk it, and its metrics say so.
+        samples = prometheus_samples(http_get(health_port, "/metrics")[1])
+        assert (sample_value(samples, "podledger_gc_frozen_objects") or 0) > 10_000, samples
+        assert sample_value(samples, "podledger_gc_passes_total", generation="0") is not None
 
     # A worker killed hard is started again by the supervisor and takes its partitions back.
     os.kill(int(pids["1"]), signal.SIGKILL)
