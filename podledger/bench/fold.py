@@ -53,6 +53,7 @@ class FoldFigures:
     bytes_per_event: float = 0.0
     rss_mb: float = float("nan")
     latency_samples: int = 0
+    latency_rate: int = 0  # events/s offered in the latency phase (0: none)
     sign_us: float = float("nan")  # proof of origin per record: a node agent signs ...
     verify_us: float = float("nan")  # ... and the fold checks it (schemas/origin.py)
     workers: int = 1  # fold worker processes of the scaling run (podledger run --workers)
@@ -72,6 +73,7 @@ class FoldFigures:
             f" workers={self.workers} events_per_s_n={self.events_per_s_n:.0f}"
             f" events_per_cpu_s={self.events_per_cpu_s:.0f}"
             f" gc_full_passes={self.gc_full_passes} gc_longest_ms={self.gc_longest_ms:.1f}"
+            f" latency_rate={self.latency_rate}"
         )
 
 
@@ -80,7 +82,7 @@ def bench_fold(
     *,
     pods: int,
     events: int,
-    rate: int,
+    rate: int | None,
     latency_seconds: float,
     partitions: int,
     workers: int = 1,
@@ -104,6 +106,9 @@ def bench_fold(
     try:
         figures.events_per_s, figures.events_per_cpu_s = drain_backlog(settings, worker, len(backlog))
         say(f"pipeline: {figures.events_per_s:.0f} events/s ({figures.events_per_cpu_s:.0f} per CPU second)")
+        if rate is None:  # the measure: latency at half the capacity just measured
+            rate = max(int(figures.events_per_s / 2), 1)
+        figures.latency_rate = rate
         if rate > 0 and latency_seconds > 0:
             latencies = measure_latency(settings, worker, pods, rate, latency_seconds)
             figures.latency_samples = len(latencies)
@@ -369,7 +374,7 @@ def print_fold(figures: FoldFigures, *, pods: int, events: int, partitions: int)
     )
     print(
         f"latency ingress->pod-status:       p50 {figures.p50_ms:.1f} ms  p99 {figures.p99_ms:.1f} ms"
-        f"  ({figures.latency_samples} versions)"
+        f"  ({figures.latency_samples} versions at {figures.latency_rate:,} events/s offered)"
     )
     print(f"offline fold (same messages):       {figures.offline_events_per_s:,.0f} events/s")
     print(f"raw aiokafka loop (floor):          {figures.raw_events_per_s:,.0f} events/s")

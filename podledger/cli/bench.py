@@ -57,6 +57,19 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def latency_rate(text: str) -> int | None:
+    """--rate: events/s (0 skips the latency phase), or `half` (None: half the measured capacity)."""
+    if text == "half":
+        return None
+    try:
+        rate = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of events/s nor 'half': {text!r}") from None
+    if not 0 <= rate <= 1_000_000:
+        raise argparse.ArgumentTypeError(f"{rate} is outside 0..1000000 events/s")
+    return rate
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "bench",
@@ -86,7 +99,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--versions", type=int, default=1_000_000, help="audit: versions in the history (default 1000000)"
     )
-    p.add_argument("--rate", type=int, default=5000, help="events/s for the latency phase (default 5000)")
+    p.add_argument(
+        "--rate",
+        type=latency_rate,
+        default=None,
+        help="events/s for the latency phase, 0 to skip it (default: half the rate the backlog drained at)",
+    )
     p.add_argument(
         "--latency-seconds", type=float, default=10.0, help="length of the latency phase (default 10)"
     )

@@ -141,3 +141,21 @@ def test_missing_go(tmp_path: Path) -> None:
     shutil.copytree(local.fetch_kafka().parent, cache / local.fetch_kafka().parent.name)
     env = {"PATH": path_with(tmp_path, "java", "mvn"), "PODLEDGER_CACHE": str(cache)}
     assert_one_line_error(run_podledger("local", "fetch", env=env), "go is not installed", "install Go")
+
+
+@pytest.mark.parametrize(("text", "rate"), [("half", None), ("0", 0), ("1200", 1200)])
+def test_bench_rate_is_events_per_second_or_half_the_capacity(text: str, rate: int | None) -> None:
+    args = build_parser().parse_args(["bench", "fold", "--rate", text])
+    assert args.rate == rate
+
+
+@pytest.mark.parametrize("text", ["fast", "-5", "2000000"])
+def test_bench_rate_refuses_what_is_no_rate(text: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args(["bench", "fold", "--rate", text])
+    assert exit_.value.code == 2
+    assert "--rate" in capsys.readouterr().err
+
+
+def test_bench_rate_defaults_to_half_the_capacity() -> None:
+    assert build_parser().parse_args(["bench", "fold"]).rate is None
