@@ -1,7 +1,9 @@
 """Encode and decode topic values: orjson on the wire, JSON Schema at the door.
 
 `decode` checks a value against its topic's v1 schema before building the model, so every
-consumer rejects the same things with the same messages. Errors name the offending field.
+consumer rejects the same things with the same messages. Errors name the offending field. A test
+compiled from the schema (schemas/compiled.py) lets the common value through cheaply; whatever it
+is unsure of goes to the full fastjsonschema validator, which decides and words every rejection.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any, TypeVar
 import fastjsonschema
 import orjson
 
-from podledger.schemas import models
+from podledger.schemas import compiled, models
 from podledger.types import Topic
 
 SCHEMA_VERSION = 1
@@ -103,19 +105,46 @@ def decode(topic: str, data: bytes | str | None, *, max_bytes: int | None = None
 
 def from_dict(topic: str, obj: Any) -> Any:
     """Validate an already-parsed value and build its model."""
-    try:
-        _validator(topic if topic in MODELS else _known(topic))(obj)
-    except fastjsonschema.JsonSchemaValueException as exc:
-        raise _schema_error(topic, obj, exc) from None
-    return _build(MODELS[topic], obj)
+    check, construct = _decoder(topic if topic in MODELS else _known(topic))
+    if not check(obj):  # the fast test is unsure: the full validator decides, and words the error
+        try:
+            _validator(topic)(obj)
+        except fastjsonschema.JsonSchemaValueException as exc:
+            raise _schema_error(topic, obj, exc) from None
+    return construct(obj)
 
 
 def build(topic: str, obj: dict[str, Any]) -> Any:
     """The model of a value already validated against its topic's schema (no second check)."""
-    return _build(MODELS[topic], obj)
+    cls = MODELS[topic]
+    return (_CONSTRUCTORS.get(cls) or _constructor(cls))(obj)
+
+
+@cache
+def _decoder(topic: str) -> tuple[compiled.Predicate, compiled.Constructor]:
+    # The predicate reads each pattern with the regex the full validator compiled for it.
+    patterns = getattr(_validator(topic), "__globals__", {}).get("REGEX_PATTERNS", {})
+    check = compiled.predicate(schema(topic), patterns) or _unsure
+    return check, _constructor(MODELS[topic])
+
+
+def _unsure(obj: Any) -> bool:
+    return False
+
+
+_CONSTRUCTORS: dict[type[Any], compiled.Constructor] = {}
+
+
+def _constructor(cls: type[Any]) -> compiled.Constructor:
+    construct = _CONSTRUCTORS.get(cls)
+    if construct is None:
+        nested = {name: _constructor(model) for name, model in _NESTED.get(cls, {}).items()}
+        construct = _CONSTRUCTORS[cls] = compiled.constructor(cls, nested, lambda obj: _build(cls, obj))
+    return construct
 
 
 def _build(cls: type[T], obj: dict[str, Any]) -> T:
+    """The plain build: the model's fields present in `obj`, passed by keyword."""
     nested = _NESTED.get(cls)
     if nested is None:  # the ingress models: plain JSON fields, named once per model
         return cls(**{name: obj[name] for name in _field_names(cls) if name in obj})
