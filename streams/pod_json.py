@@ -94,7 +94,12 @@ def exit_code(status: JSONDict) -> int:
 
 
 def by_name(statuses: Iterable[JSONDict] | None) -> dict[str, JSONDict]:
-    return {s["name"]: s for s in statuses or []}
+    """Each status (or container) by its name, the last of a name winning."""
+    known: dict[str, JSONDict] = {}
+    if statuses:
+        for s in statuses:  # a plain loop: cheaper than a comprehension on these short lists
+            known[s["name"]] = s
+    return known
 
 
 def go_list(names: list[str]) -> str:
@@ -122,8 +127,10 @@ def replace_or_append_condition(conditions: list[JSONDict], cond: JSONDict) -> N
 
 def has_any_regular_container_started(pod: JSONDict, statuses: Iterable[JSONDict] | None) -> bool:
     """Some regular container is running or terminated now (lastState is not consulted)."""
+    if not statuses:
+        return False
     known = by_name(statuses)
-    for container in (pod.get("spec") or {}).get("containers") or []:
+    for container in (pod.get("spec") or {}).get("containers") or ():
         if state_of(known.get(container["name"])) in ("running", "terminated"):
             return True
     return False

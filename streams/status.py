@@ -130,22 +130,23 @@ def generate_api_status(
     spec = pod.get("spec") or {}
 
     status: JSONDict = {}
-    ips = list((runtime or {}).get("ips") or [])
-    host_ips = list((runtime or {}).get("host_ips") or [])
-    if host_ips:
-        put(status, "hostIP", host_ips[0])
-        status["hostIPs"] = [_ip(ip) for ip in host_ips[:2]]
-    if ips:
-        put(status, "podIP", ips[0])
-        status["podIPs"] = [_ip(ip) for ip in ips[:2]]
+    if runtime:
+        host_ips = runtime.get("host_ips")
+        if host_ips:
+            put(status, "hostIP", host_ips[0])
+            status["hostIPs"] = [_ip(ip) for ip in host_ips[:2]]
+        ips = runtime.get("ips")
+        if ips:
+            put(status, "podIP", ips[0])
+            status["podIPs"] = [_ip(ip) for ip in ips[:2]]
     put(status, "qosClass", api_status.get("qosClass") or qos_class(pod))
-    init_statuses = convert_container_statuses(
-        pod,
-        spec.get("initContainers") or [],
-        old.get("initContainerStatuses"),
-        runtime,
-        reasons,
-        is_init=True,
+    init_containers = spec.get("initContainers")
+    init_statuses = (
+        convert_container_statuses(
+            pod, init_containers, old.get("initContainerStatuses"), runtime, reasons, is_init=True
+        )
+        if init_containers
+        else []
     )
     statuses = convert_container_statuses(
         pod, spec.get("containers") or [], old.get("containerStatuses"), runtime, reasons, is_init=False
@@ -156,35 +157,38 @@ def generate_api_status(
         status["containerStatuses"] = statuses
 
     phase = get_phase(pod, init_statuses, statuses, pod_is_terminal)
+    old_phase = old.get("phase")
+    api_phase = api_status.get("phase")
     if phase not in TERMINAL_PHASES:
-        if old.get("phase") in TERMINAL_PHASES:
-            phase = old["phase"]
-        elif api_status.get("phase") in TERMINAL_PHASES:
-            phase = api_status["phase"]
-    if phase == old.get("phase"):
+        if old_phase in TERMINAL_PHASES:
+            phase = old_phase
+        elif api_phase in TERMINAL_PHASES:
+            phase = api_phase
+    if phase == old_phase:
         for key in ("reason", "message"):
             value = old.get(key) or api_status.get(key)
             if value:
                 put(status, key, value)
-    if api_status.get("phase") in TERMINAL_PHASES and phase != api_status["phase"]:
-        phase = api_status["phase"]  # the apiserver's terminal phase always wins
+    if api_phase in TERMINAL_PHASES and phase != api_phase:
+        phase = api_phase  # the apiserver's terminal phase always wins
     status["phase"] = phase
 
     apply_probe_results(pod, status, probes)
 
     # Others' conditions are copied at the top level: the status manager sets their times.
     conditions = [
-        dict(c) for c in api_status.get("conditions") or [] if c.get("type") not in KUBELET_OWNED_CONDITIONS
+        dict(c) for c in api_status.get("conditions") or () if c.get("type") not in KUBELET_OWNED_CONDITIONS
     ]
-    disruption = next((c for c in old.get("conditions") or [] if c.get("type") == "DisruptionTarget"), None)
-    if disruption is not None:
-        replace_or_append_condition(conditions, dict(disruption))
+    for c in old.get("conditions") or ():
+        if c.get("type") == "DisruptionTarget":
+            replace_or_append_condition(conditions, dict(c))
+            break
     conditions.append(ready_to_start_containers_condition(runtime))
     conditions.append(initialized_condition(pod, init_statuses, statuses, phase))
     containers_ready = containers_ready_condition(pod, init_statuses, statuses, phase)
     conditions.append(ready_condition(pod, conditions, init_statuses, statuses, phase, containers_ready))
     conditions.append(containers_ready)
-    conditions.append(condition("PodScheduled", "True"))
+    conditions.append({"type": "PodScheduled", "status": "True"})  # what condition() builds, without the call
     status["conditions"] = conditions
     return status
 
