@@ -156,16 +156,16 @@ def canonical_condition(cond: JSONDict, transition: Any) -> JSONDict:
     """A fresh condition in canonical form with lastTransitionTime `transition` (None: a condition
     whose times the status manager does not keep), as the stored status shows it: times in whole
     seconds, no empty field, and lastProbeTime, null unless set, last. `cond` may be changed."""
-    out: JSONDict = {}
-    for key, value in cond.items():  # the generated conditions: non-empty strings, no times yet
-        if type(value) is not str or not value or key in _TIMES:
-            break
-        out[key] = value
-    else:
-        if transition is not None:
-            out["lastTransitionTime"] = truncate_time(transition)
-        out["lastProbeTime"] = None
-        return out
+    if "lastTransitionTime" not in cond and "lastProbeTime" not in cond:
+        for value in cond.values():  # the generated conditions: non-empty strings, no times yet
+            if type(value) is not str or not value:
+                break
+        else:
+            if transition is None:
+                return {**cond, "lastProbeTime": None}
+            if type(transition) is str and "." in transition:
+                transition = truncate_time(transition)
+            return {**cond, "lastTransitionTime": transition, "lastProbeTime": None}
     if transition is not None:  # anything else takes the status manager's own steps
         cond.setdefault("lastProbeTime", None)
         cond["lastTransitionTime"] = transition
@@ -177,14 +177,50 @@ def canonical_condition(cond: JSONDict, transition: Any) -> JSONDict:
     return out
 
 
+def is_canonical_condition(stored: JSONDict, cond: JSONDict) -> bool:
+    """Whether `stored` is, byte for byte, canonical_condition(cond, its own lastTransitionTime):
+    `cond`'s fields (non-empty strings) in their order, then that time (set, in whole seconds) and
+    a null lastProbeTime. Then `stored` has `cond`'s status and keeps its time: a condition that
+    did not change is the stored one itself."""
+    if len(stored) != len(cond) + 2:
+        return False
+    fields = iter(stored.items())
+    for field in cond.items():
+        value = field[1]
+        if type(value) is not str or not value or field != next(fields):
+            return False
+    key, transition = next(fields)
+    return (
+        key == "lastTransitionTime"
+        and type(transition) is str
+        and transition != ""
+        and "." not in transition
+        and next(fields) == ("lastProbeTime", None)
+    )
+
+
 def normalize_generated(pod: JSONDict, status: JSONDict) -> None:
     """normalize_in_place for a status generation built (streams/status.py): its container lists are
     in canonical order already (regular ones by name, init ones in spec order) and its conditions
-    are made canonical apart (canonical_condition), so only the container states are left."""
-    budget = message_budget(pod)
+    are made canonical apart (canonical_condition), so only the container states are left; most
+    have nothing to change (no terminated state, a running one already in whole seconds)."""
+    budget = 0  # the pod's message budget, worked out for the first terminated state
     for key in ("containerStatuses", "initContainerStatuses"):
         for cs in status.get(key) or ():
-            normalize_container_status(cs, budget, drop_empty=True)
+            for which in ("state", "lastState"):
+                state = cs.get(which)
+                if not state:
+                    continue
+                if "terminated" not in state:
+                    running = state.get("running")
+                    started = running.get("startedAt") if running else None
+                    if type(started) is not str or "." not in started:
+                        continue  # nothing _normalized_state would change
+                if not budget:
+                    budget = message_budget(pod)
+                normalized = _normalized_state(state, budget, True)
+                if normalized is not state:
+                    cs[which] = normalized
     if status.get("initContainerStatuses"):  # spec order, unless the spec repeats a name
         spec = pod.get("spec") or {}
         order = {c["name"]: i for i, c in enumerate(spec.get("initContainers") or [])}

@@ -35,12 +35,12 @@ def get_phase(
     pod_is_terminal: bool,
 ) -> str:
     spec = pod.get("spec") or {}
-    init_known = by_name(init_statuses)
-    known = by_name(statuses)
     pending_init = pending_sidecars = failed_init = 0
     unknown = running = waiting = stopped = succeeded = 0
 
-    for container in spec.get("initContainers") or []:
+    init_containers = spec.get("initContainers") or ()
+    init_known = by_name(init_statuses) if init_containers else {}
+    for container in init_containers:
         status = init_known.get(container["name"])
         state = state_of(status)
         if is_sidecar(container):
@@ -70,23 +70,26 @@ def get_phase(
             elif int(last.get("exitCode", 0)) != 0:
                 failed_init += 1
 
-    for container in spec.get("containers") or []:
+    known = by_name(statuses)
+    for container in spec.get("containers") or ():
         status = known.get(container["name"])
-        state = state_of(status)
-        if status is None or state is None:
+        if status is None:
             unknown += 1
-        elif state == "running":
+            continue
+        current = status.get("state") or {}  # state_of, inline
+        if current.get("running") is not None:
             running += 1
-        elif state == "terminated":
+        elif current.get("terminated") is not None:
             stopped += 1
             succeeded += exit_code(status) == 0
+        elif current.get("waiting") is None:
+            unknown += 1  # a status without a state
         elif last_terminated(status):
             stopped += 1  # waiting to restart after a termination (CrashLoopBackOff)
         else:
             waiting += 1
 
-    policy = restart_policy(pod)
-    if failed_init > 0 and policy == "Never":
+    if failed_init > 0 and restart_policy(pod) == "Never":
         return "Failed"
     if pending_init > 0 or (pending_sidecars > 0 and not has_any_regular_container_started(pod, statuses)):
         return "Pending"
@@ -95,6 +98,7 @@ def get_phase(
     if running > 0 and unknown == 0:
         return "Running"
     if running == 0 and stopped > 0 and unknown == 0:
+        policy = restart_policy(pod)
         if pod_is_terminal and not is_static(pod):
             return "Succeeded" if stopped == succeeded else "Failed"
         if policy == "Always":
@@ -136,25 +140,25 @@ def _containers_condition(
 def containers_ready_condition(
     pod: JSONDict, init_statuses: list[JSONDict] | None, statuses: list[JSONDict] | None, phase: str
 ) -> JSONDict:
-    everything = _all_statuses(init_statuses, statuses)
-    if everything is None:
+    if init_statuses is None and statuses is None:
         return condition("ContainersReady", "False", UNKNOWN_CONTAINER_STATUSES)
-    known = by_name(everything)
+    if phase == "Failed":
+        return condition("ContainersReady", "False", POD_FAILED)
+    known = by_name(_all_statuses(init_statuses, statuses) if init_statuses else statuses)
     spec = pod.get("spec") or {}
     unknown: list[str] = []
     unready: list[str] = []
-    for container in [c for c in spec.get("initContainers") or [] if is_sidecar(c)] + list(
-        spec.get("containers") or []
-    ):
-        status = known.get(container["name"])
-        if status is None:
-            unknown.append(container["name"])
-        elif not status.get("ready"):
-            unready.append(container["name"])
+    init_containers = spec.get("initContainers")
+    sidecars = [c for c in init_containers if is_sidecar(c)] if init_containers else ()
+    for group in (sidecars, spec.get("containers") or ()):
+        for container in group:
+            status = known.get(container["name"])
+            if status is None:
+                unknown.append(container["name"])
+            elif not status.get("ready"):
+                unready.append(container["name"])
     if phase == "Succeeded" and not unknown:
         return condition("ContainersReady", "False", POD_COMPLETED)
-    if phase == "Failed":
-        return condition("ContainersReady", "False", POD_FAILED)
     return _containers_condition("ContainersReady", CONTAINERS_NOT_READY, unknown, "unready", unready)
 
 
@@ -177,9 +181,12 @@ def ready_condition(
             containers_ready.get("reason", ""),
             containers_ready.get("message", ""),
         )
+    gates = (pod.get("spec") or {}).get("readinessGates")
+    if not gates:
+        return condition("Ready", "True")
     present = {c.get("type"): c for c in conditions}
     messages = []
-    for gate in (pod.get("spec") or {}).get("readinessGates") or []:
+    for gate in gates:
         kind = gate.get("conditionType", "")
         found = present.get(kind)
         if found is None:
@@ -197,8 +204,10 @@ def initialized_condition(
     pod: JSONDict, init_statuses: list[JSONDict] | None, statuses: list[JSONDict] | None, phase: str
 ) -> JSONDict:
     init_containers = (pod.get("spec") or {}).get("initContainers") or []
+    if not init_containers:  # nothing to wait for: what the rules below give without one
+        return condition("Initialized", "True", POD_COMPLETED if phase == "Succeeded" else "")
     everything = _all_statuses(init_statuses, statuses)
-    if init_containers and everything is None:
+    if everything is None:
         return condition("Initialized", "False", UNKNOWN_CONTAINER_STATUSES)
     known = by_name(everything)
     unknown: list[str] = []
@@ -231,11 +240,13 @@ def ready_to_start_containers_condition(runtime: RuntimeSnapshot | None) -> JSON
 def qos_class(pod: JSONDict) -> str:
     """GetPodQOS over cpu and memory of every container (init containers included)."""
     spec = pod.get("spec") or {}
-    containers = list(spec.get("initContainers") or []) + list(spec.get("containers") or [])
     any_set = False
     guaranteed = True
-    for c in containers:
-        resources = c.get("resources") or {}
+    for c in (*(spec.get("initContainers") or ()), *(spec.get("containers") or ())):
+        resources = c.get("resources")
+        if not resources:  # neither requests nor limits: not guaranteed, nothing set
+            guaranteed = False
+            continue
         requests = resources.get("requests") or {}
         limits = resources.get("limits") or {}
         for res in ("cpu", "memory"):

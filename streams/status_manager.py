@@ -16,6 +16,7 @@ from podledger.streams.canonical import (
     MAX_TERMINATION_MESSAGE_BYTES,
     canonical_condition,
     is_canonical,
+    is_canonical_condition,
     normalize_generated,
     normalize_in_place,
     normalize_status,
@@ -124,13 +125,14 @@ def is_pod_status_by_kubelet_equal(old: JSONDict, new: JSONDict) -> bool:
 
 
 def _kubelet_equal_canonical(old: JSONDict, new: JSONDict) -> bool:
-    """is_pod_status_by_kubelet_equal for two canonical statuses: plain dict equality suffices."""
-    if not _owned_conditions_match(old, new):
-        return False
-    replaced = {k: v for k, v in old.items() if k != "conditions"}
+    """is_pod_status_by_kubelet_equal for two canonical statuses: plain dict equality suffices.
+    The rest of the status first: it tells most changes apart in one comparison."""
     if "conditions" in new:
-        replaced["conditions"] = new["conditions"]
-    return replaced == new
+        replaced = {**old, "conditions": new["conditions"]}
+    else:
+        replaced = dict(old)
+        replaced.pop("conditions", None)
+    return replaced == new and _owned_conditions_match(old, new)
 
 
 # --------------------------------------------------------------------------- updateStatusInternal
@@ -159,14 +161,25 @@ def _transition_time(old_by_type: JSONDict, cond: JSONDict, now: str) -> Any:
 
 
 def _canonical_conditions(old: JSONDict, conditions: list[JSONDict], now: str) -> list[JSONDict]:
-    """update_last_transition_times, normalized and in canonical form, condition by condition."""
-    old_by_type = {c.get("type"): c for c in old.get("conditions") or []}
-    return [
-        canonical_condition(
-            cond, _transition_time(old_by_type, cond, now) if cond.get("type") in TRANSITION_TIMED else None
-        )
-        for cond in conditions
-    ]
+    """update_last_transition_times, normalized and in canonical form, condition by condition. A
+    condition whose status, reason and message stay keeps its time: when `old` holds it in exactly
+    the canonical form it would get, that stored dict is the answer, shared (a stored status is
+    never changed)."""
+    old_by_type = {c.get("type"): c for c in old.get("conditions") or ()}
+    out = []
+    for cond in conditions:
+        kind = cond.get("type")
+        if kind not in TRANSITION_TIMED:
+            out.append(canonical_condition(cond, None))
+            continue
+        previous = old_by_type.get(kind)
+        if previous is None:
+            out.append(canonical_condition(cond, now))
+        elif is_canonical_condition(previous, cond):  # the same status: it keeps its time
+            out.append(previous)
+        else:
+            out.append(canonical_condition(cond, _transition_time(old_by_type, cond, now)))
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,8 +209,9 @@ def set_pod_status(
 
     `built` says that `new` is generate_api_status's: over a canonical old status (the cached one,
     or an API status without empty fields) it is canonical already but for its conditions and
-    container states, and no walk over all of it is needed. Otherwise (TerminatePod's status, an
-    API status with empty fields) the whole status is made canonical and new."""
+    container states, and no walk over all of it is needed; a condition that did not change is
+    the old status's own dict, shared like the rest. Otherwise (TerminatePod's status, an API
+    status with empty fields) the whole status is made canonical and new."""
     old = cached if cached is not None else (pod.get("status") or {})
     error = check_container_state_transition(old, new, pod)
     if error is not None:
@@ -206,7 +220,8 @@ def set_pod_status(
     if built and (cached is not None or is_canonical(old)):
         if "conditions" in status:
             status["conditions"] = _canonical_conditions(old, status["conditions"], now)
-        status["startTime"] = truncate_time(old.get("startTime") or status.get("startTime") or now)
+        start = old.get("startTime") or status.get("startTime") or now
+        status["startTime"] = truncate_time(start) if type(start) is str and "." in start else start
         normalize_generated(pod, status)
     else:
         update_last_transition_times(old, status, now)
