@@ -230,12 +230,16 @@ def published(lines: list[bytes], *, built: bool) -> list[tuple[str, str, bytes 
         ]
 
 
-@settings(
+# Random lives are slow and large to draw: every property over them runs with these settings.
+life_settings = settings(
     max_examples=max(EXAMPLES // 10, 200),
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
 )
+
+
+@life_settings
 @given(lives())
 def test_built_canonical_statuses_equal_the_generic_canonical_form(lines: list[bytes]) -> None:
     fast = published(lines, built=True)

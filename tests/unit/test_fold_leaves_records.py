@@ -9,19 +9,13 @@ encodes, once the whole life is folded, to the bytes it encoded to when it was m
 from __future__ import annotations
 
 import orjson
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 
 from podledger.streams.replay import Replayer
-from tests.fuzz import EXAMPLES
-from tests.unit.test_fold_canonical import lives
+from tests.unit.test_fold_canonical import life_settings, lives
 
 
-@settings(
-    max_examples=max(EXAMPLES // 10, 200),
-    deadline=None,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
-)
+@life_settings
 @given(lives())
 def test_folding_never_changes_a_record_it_was_given(lines: list[bytes]) -> None:
     replayer = Replayer()

@@ -19,22 +19,10 @@ from hypothesis import strategies as st
 from podledger.streams.status import generate_api_status
 from podledger.types import CONFIG_SOURCE_ANNOTATION, JSONDict
 from tests import pods
+from tests.unit.test_fold_canonical import container_specs
 
 TIMES = st.sampled_from([None, "", "2026-01-01T10:00:00Z", "2026-01-01T10:00:01Z", "2026-01-01T10:00:02Z"])
 TEXTS = st.sampled_from([None, "", "Error", "OOMKilled"])
-
-
-@st.composite
-def container_specs(draw: st.DrawFn, name: str, init: bool) -> JSONDict:
-    fields: dict[str, Any] = {}
-    for probe in ("readinessProbe", "startupProbe"):
-        if draw(st.booleans()):
-            fields[probe] = {"exec": {"command": ["true"]}}
-    if init and draw(st.booleans()):
-        fields["restartPolicy"] = "Always"
-    if draw(st.booleans()):
-        fields["resources"] = {"limits": {"cpu": "1"}}
-    return pods.container(name, draw(st.sampled_from([None, "", f"example/{name}:1"])), **fields)
 
 
 STATES = st.one_of(
