@@ -1,6 +1,7 @@
 """The floors `podledger bench fold` measures the fold against: a bare aiokafka loop that consumes
 the same inputs, decodes and re-encodes each and produces it (the floor any Kafka pipeline in
-Python stands on), and the same loop producing the fold's own output volume per input."""
+Python stands on), the same loop producing the fold's own output volume per input, and offline
+the reading of every input and the writing of every output without the fold between them."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from aiokafka.admin import NewTopic
 
 from podledger.config import Settings
 from podledger.schemas import decode, encode
-from podledger.streams.fold import Coordinates, PodRecord, fold_event
+from podledger.streams.fold import Coordinates, Output, PodRecord, fold_event
+from podledger.streams.replay import parse_line
 from podledger.streams.topics import start_admin
 from podledger.types import INGRESS_TOPICS, Topic
 from podledger.workload import IngressEvent
@@ -43,6 +45,19 @@ def fan_out(events: list[IngressEvent]) -> dict[int, tuple[int, ...]]:
         sizes[Topic.FOLD_STATE] = 0 if record is None else len(orjson.dumps(record))
         out[event.ts_ms] = tuple(sizes.values())
     return out
+
+
+def offline_floor(lines: list[bytes], outputs: list[Output]) -> float:
+    """Events/s of the offline fold's reading and writing alone: every input line parsed and
+    validated as the offline fold reads it, and every output it wrote encoded again from plain JSON
+    of the same bytes (the least any encoder does, with no fold-built objects to walk)."""
+    written = [orjson.loads(wire) for wire in (out.wire_value() for out in outputs) if wire is not None]
+    started = time.perf_counter()
+    for line_no, line in enumerate(lines, 1):
+        parse_line(line_no, line)
+    for value in written:
+        orjson.dumps(value)
+    return len(lines) / (time.perf_counter() - started)
 
 
 async def raw_floor(

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
-from podledger.bench.floor import fan_out, raw_floor
+from podledger.bench.floor import fan_out, offline_floor, raw_floor
 from podledger.bench.harness import (
     bench_settings,
     machine,
@@ -44,6 +44,7 @@ class FoldFigures:
     p50_ms: float = float("nan")
     p99_ms: float = float("nan")
     offline_events_per_s: float = 0.0
+    offline_floor_events_per_s: float = 0.0  # offline, inputs read and outputs written, no fold
     raw_events_per_s: float = 0.0
     floor_events_per_s: float = 0.0  # the raw loop producing the fold's output volume
     records_per_event: float = 0.0  # that volume: records and bytes published or stored per input
@@ -71,6 +72,7 @@ class FoldFigures:
             f" events_per_cpu_s={self.events_per_cpu_s:.0f}"
             f" gc_full_passes={self.gc_full_passes} gc_longest_ms={self.gc_longest_ms:.1f}"
             f" latency_rate={self.latency_rate}"
+            f" offline_floor_events_per_s={self.offline_floor_events_per_s:.0f}"
         )
 
 
@@ -122,9 +124,12 @@ def bench_fold(
 
     lines = [encode(e.value) for e in backlog]
     t = time.monotonic()
-    count = sum(1 for _ in replay(lines))
+    outputs = list(replay(lines))
     figures.offline_events_per_s = len(lines) / (time.monotonic() - t)
-    say(f"offline fold: {figures.offline_events_per_s:.0f} events/s ({count} outputs)")
+    say(f"offline fold: {figures.offline_events_per_s:.0f} events/s ({len(outputs)} outputs)")
+    figures.offline_floor_events_per_s = offline_floor(lines, outputs)
+    say(f"offline floor: {figures.offline_floor_events_per_s:.0f} events/s")
+    del outputs
 
     figures.raw_events_per_s = asyncio.run(raw_floor(settings, len(backlog)))
     say(f"raw aiokafka floor: {figures.raw_events_per_s:.0f} events/s")
@@ -285,6 +290,10 @@ def print_fold(figures: FoldFigures, *, pods: int, events: int, partitions: int)
         f"  ({figures.latency_samples} versions at {figures.latency_rate:,} events/s offered)"
     )
     print(f"offline fold (same messages):       {figures.offline_events_per_s:,.0f} events/s")
+    print(
+        f"offline floor (read, write, no fold): {figures.offline_floor_events_per_s:,.0f} events/s"
+        f"  (the fold {_ratio(figures.offline_floor_events_per_s, figures.offline_events_per_s)})"
+    )
     print(f"raw aiokafka loop (floor):          {figures.raw_events_per_s:,.0f} events/s")
     print(
         f"raw loop, the fold's volume (floor): {figures.floor_events_per_s:,.0f} events/s"
@@ -292,8 +301,7 @@ def print_fold(figures: FoldFigures, *, pods: int, events: int, partitions: int)
     )
     floors = (("floor", figures.raw_events_per_s), ("same-volume floor", figures.floor_events_per_s))
     for name, floor in floors:
-        ratio = floor / figures.events_per_s if figures.events_per_s else float("inf")
-        print(f"{'pipeline vs ' + name + ':':36s}{ratio:.1f}x slower")
+        print(f"{'pipeline vs ' + name + ':':36s}{_ratio(floor, figures.events_per_s)}")
     if figures.workers > 1:
         speedup = figures.events_per_s_n / figures.events_per_s if figures.events_per_s else float("nan")
         print(
@@ -310,3 +318,7 @@ def print_fold(figures: FoldFigures, *, pods: int, events: int, partitions: int)
         f" verify {figures.verify_us:.1f} us"
     )
     print(figures.line())
+
+
+def _ratio(floor: float, measured: float) -> str:
+    return f"{floor / measured:.1f}x slower" if measured else "nothing measured"
