@@ -71,6 +71,10 @@ class Settings:
     hold_max_ms: int = 60_000  # longest an event waits for its pod's announcement (event time)
     fold_batch_size: int = 500  # events folded per batch (outputs acknowledged once per batch)
     fold_batch_ms: int = 0  # longest wait to fill a batch (0: what is fetched; it grows under load)
+    # The fold consumer's fetches: answered once this many bytes wait, or after this long. A steady
+    # stream then comes in a few larger fetches, not one per record (streams/fold_consumer.py).
+    fold_fetch_min_bytes: int = 131_072
+    fold_fetch_wait_ms: int = 10
     watermark_ms: int = 1000  # how often the fold publishes its watermarks (docs/guarantees.md)
     # With several replicas, how far behind the broker's clock an idle partition's watermark stays:
     # a record the leader stamped sits above the end offsets until its followers copied it
@@ -246,6 +250,8 @@ RANGES: dict[str, tuple[float, float]] = {
     "hold_max_ms": (0, 86_400_000),
     "fold_batch_size": (1, 100_000),
     "fold_batch_ms": (0, 60_000),
+    "fold_fetch_min_bytes": (1, 8 << 20),  # at most a partition's fetch (podledger.kafka)
+    "fold_fetch_wait_ms": (0, 1_500),  # Faust's own long-poll is the most
     "watermark_ms": (100, 3_600_000),
     "watermark_isr_lag_ms": (0, 600_000),
     "fold_workers": (1, 64),

@@ -23,6 +23,7 @@ from podledger.keys import load_keyring
 from podledger.partitioner import partition_for_node
 from podledger.paths import cache_dir
 from podledger.schemas import DecodeError, cloud_events, decode, encode
+from podledger.streams.fold_consumer import FetchSettings
 from podledger.streams.fold_loop import FoldLoop
 from podledger.streams.intake import FoldApp, Intake
 from podledger.streams.topics import ALL_TOPICS
@@ -112,6 +113,9 @@ class Pipeline:
                 settings.fold_batch_ms / 1000,
             )
             cast(FoldApp, self.app).intake = intake
+            cast(FoldApp, self.app).fetch = FetchSettings(
+                settings.fold_fetch_min_bytes, settings.fold_fetch_wait_ms
+            )
             loop = FoldLoop(settings, self.app, intake, load_keyring(settings), self.counts)
             self.fold = loop
             self.app.on_partitions_revoked.connect(loop.on_revoked)

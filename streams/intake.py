@@ -35,6 +35,7 @@ from mode.utils.objects import cached_property
 from mode.utils.queues import FlowControlQueue
 
 from podledger.streams.arrival import arrival_order, gaps, slices
+from podledger.streams.fold_consumer import FetchSettings, fold_transport
 
 log = logging.getLogger(__name__)
 
@@ -249,9 +250,14 @@ class IntakeFetcher(Fetcher):
 
 
 class FoldApp(faust.App):
-    """The fold's Faust app: its consumer feeds `intake` (set before the app starts)."""
+    """The fold's Faust app: its consumer feeds `intake` and fetches as `fetch` says (both set
+    before the app starts; streams/fold_consumer.py)."""
 
     intake: Intake
+    fetch: FetchSettings | None = None
+
+    def _new_transport(self) -> Any:
+        return fold_transport(self)
 
     @cached_property
     def _fetcher(self) -> Fetcher:
