@@ -59,7 +59,8 @@ def build_sources(
 ) -> list[PodSource]:
     """The configured pod sources, sharing one podStorage merge as the kubelet's sources do."""
     from podledger.agents.sources.apiserver import ApiserverSource
-    from podledger.agents.sources.static import FileSource, HttpSource
+    from podledger.agents.sources.file_source import FileSource
+    from podledger.agents.sources.http_source import HttpSource
 
     sources: list[PodSource] = []
     if kube is not None and settings.api_source:

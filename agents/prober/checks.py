@@ -48,7 +48,7 @@ from podledger.agents.prober.specs import (
     resolve_port,
 )
 from podledger.agents.prober.worker import ProbeVerdict, verdict_for
-from podledger.agents.runtime.process import DEFAULT_PATH, POD_IP
+from podledger.agents.runtime.process_spec import DEFAULT_PATH, POD_IP
 from podledger.agents.worker.lifecycle import format_go_duration
 from podledger.types import ProbeResult, ProbeType
 

@@ -26,7 +26,7 @@ from podledger.agents.prober.specs import (
     workers_for_pod,
 )
 from podledger.agents.prober.worker import ProbeWorkerState, ResultOp, after_probe, apply_ops, before_probe
-from podledger.agents.runtime.process import POD_IP
+from podledger.agents.runtime.process_spec import POD_IP
 from podledger.logs import PodLogger, pod_ref_of
 from podledger.schemas import models
 from podledger.types import JSONDict, ProbeResult, ProbeType

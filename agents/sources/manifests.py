@@ -3,8 +3,9 @@ what the file source remembers between rescans.
 
 Upstream pkg/kubelet/config/common.go (tryDecodeSinglePod, tryDecodePodList, applyDefaults and the
 validation that follows), file.go and http.go; docs/kubelet-rules.md#pod-config-sources states the rules
-and where podledger differs. Decoding the YAML text is the edge's job (agents/sources/static.py): it
-hands over the document as plain Python data, and nothing here does I/O.
+and where podledger differs. Decoding the YAML text is the edge's job
+(agents/sources/manifest_decoding.py): it hands over the document as plain Python data, and nothing
+here does I/O.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from podledger.agents.sources.pod_config import FILE_SOURCE, HTTP_SOURCE, apply_
 from podledger.types import JSONDict
 
 # Upstream maxConfigLength: a manifest file, or a manifest URL's body, is read up to 10 MiB. The same
-# bound applies to a YAML document with every alias expanded (see expanded_size in static.py).
+# bound applies to a YAML document with every alias expanded (see expanded_size in manifest_decoding.py).
 MAX_MANIFEST_BYTES = 10 * 1024 * 1024
 # A defaulted pod as JSON. It travels whole in one pod-updates message and becomes a mirror pod, so it
 # must stay well under Kafka's default 1 MiB message and the apiserver's object limit.

@@ -25,13 +25,9 @@ from typing import Any, TypeVar
 import pytest
 
 from podledger.agents.prober import Prober
-from podledger.agents.runtime.process import (
-    DEFAULT_RUN_AS_ID,
-    ProcessRuntime,
-    UnsafePathError,
-    contained_path,
-    requested_ids,
-)
+from podledger.agents.runtime.containment import UnsafePathError, contained_path
+from podledger.agents.runtime.process import ProcessRuntime
+from podledger.agents.runtime.process_spec import DEFAULT_RUN_AS_ID, requested_ids
 from podledger.config import Settings
 from podledger.errors import UserError
 from podledger.schemas import DecodeError, codec, decode, encode, models, schema

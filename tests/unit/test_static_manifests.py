@@ -1,7 +1,7 @@
-"""Static pod manifests (agents/sources/manifests.py, the decoding in agents/sources/static.py): what a
-file or URL body becomes, every way one is refused, and what the file source keeps across rescans
-(docs/kubelet-rules.md, "The file source" and "The http source"; upstream config/common.go,
-file.go, http.go and their tests).
+"""Static pod manifests (agents/sources/manifests.py, the decoding in agents/sources/manifest_decoding.py,
+the sources in agents/sources/file_source.py and http_source.py): what a file or URL body becomes, every
+way one is refused, and what the file source keeps across rescans (docs/kubelet-rules.md, "The file
+source" and "The http source"; upstream config/common.go, file.go, http.go and their tests).
 
 The vectors are bytes in, pods or a reason out. The last sections run the file source over a real
 directory and the http source against a local HTTP server.
@@ -22,6 +22,9 @@ from typing import Any, ClassVar
 import orjson
 import pytest
 
+from podledger.agents.sources.file_source import FileSource, read_manifest_result, scan_manifest_path
+from podledger.agents.sources.http_source import HttpSource
+from podledger.agents.sources.manifest_decoding import parse_manifest
 from podledger.agents.sources.manifests import (
     MAX_MANIFEST_BYTES,
     MAX_POD_BYTES,
@@ -31,13 +34,6 @@ from podledger.agents.sources.manifests import (
     ManifestError,
 )
 from podledger.agents.sources.pod_config import HASH_ANNOTATION, PodStorage
-from podledger.agents.sources.static import (
-    FileSource,
-    HttpSource,
-    parse_manifest,
-    read_manifest_result,
-    scan_manifest_path,
-)
 from podledger.types import JSONDict
 from tests import pods
 
@@ -464,7 +460,7 @@ def test_the_file_source_reports_each_bad_file_once_and_keeps_the_last_good_pod(
     source = FileSource(tmp_path, NODE, publish=None, storage=PodStorage())  # type: ignore[arg-type]
     (tmp_path / "web.yaml").write_text(manifest("web"))
     (tmp_path / "bad.yaml").write_text("spec: abc\n")
-    caplog.set_level(logging.INFO, logger="podledger.agents.sources.static")
+    caplog.set_level(logging.INFO, logger="podledger.agents.sources.file_source")
     first = source.rescan()
     assert first is not None and names(first) == [f"web-{NODE}"]
     (tmp_path / "web.yaml").write_text(manifest("web")[:40])
