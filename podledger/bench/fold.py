@@ -109,6 +109,7 @@ def bench_fold(
             rate = max(int(figures.events_per_s / 2), 1)
         figures.latency_rate = rate
         if rate > 0 and latency_seconds > 0:
+            settle_disk()
             latencies = measure_latency(settings, worker, pods, rate, latency_seconds)
             figures.latency_samples = len(latencies)
             figures.p50_ms, figures.p99_ms = percentile(latencies, 50), percentile(latencies, 99)
@@ -200,6 +201,16 @@ def drain_backlog(settings: Settings, worker: subprocess.Popen[bytes], total: in
             say(f"folded {done}/{total} ...")
             last_report = now
         time.sleep(0.05)
+
+
+def settle_disk() -> None:
+    """Write what the backlog phase left in the page cache to disk now. The drain writes hundreds of
+    MB in seconds; the kernel would write them back about 30 s later, in bursts that stall a broker
+    sharing the disk for 100-300 ms (seen on the test machine) in the middle of the latency phase,
+    which is meant to measure the steady state at the offered rate."""
+    t = time.monotonic()
+    os.sync()
+    say(f"synced the backlog's writes to disk in {time.monotonic() - t:.1f}s")
 
 
 def cpu_seconds(pid: int) -> float:
