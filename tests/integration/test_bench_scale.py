@@ -1,5 +1,6 @@
 """The scale-out benchmarks at a small size on the real broker: `bench fold --workers 2` drains its
-backlog with one worker and then with two and keeps the keys of its machine line; `bench recovery`
+backlog with one worker and then with two and keeps the keys of its machine line; `bench fold`
+with a latency phase offers half the drained rate and measures it; `bench recovery`
 fills fold-state, starts a fold worker that takes the partitions over and checks that each
 takeover version follows the stored one (the benchmark fails otherwise). Figures are printed,
 not asserted: only that the runs work and their last lines are machine-readable."""
@@ -54,6 +55,18 @@ def test_bench_fold_with_workers_keeps_its_keys_and_adds_the_scaling(kafka_boots
     # The worker's collector, from its /metrics: it ran, and settled its heap once restored.
     assert int(match.group(10)) >= 1 and float(match.group(11)) > 0
     assert "pipeline, 2 fold workers:" in result.stdout
+
+
+def test_bench_fold_measures_latency_at_half_the_drained_rate(kafka_bootstrap: str) -> None:
+    result = bench(kafka_bootstrap, "fold", "--pods", "200", "--events", "2000", "--latency-seconds", "2")
+    figures = dict(pair.split("=") for pair in result.stdout.strip().splitlines()[-1].split()[1:])
+    drained, offered = float(figures["events_per_s"]), int(figures["latency_rate"])
+    assert offered == max(int(drained / 2), 1)  # the default --rate: half of what the backlog drained at
+    # Every version of the phase's events was measured, from a pod-status record the worker wrote.
+    p50, p99 = float(figures["p50_ms"]), float(figures["p99_ms"])
+    assert 0 <= p50 <= p99
+    assert "synced the backlog's writes to disk" in result.stderr  # the phase began after the sync
+    assert f"versions at {offered:,} events/s offered" in result.stdout
 
 
 def test_bench_recovery_prints_a_machine_readable_last_line(kafka_bootstrap: str) -> None:
