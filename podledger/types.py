@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from enum import StrEnum
-from typing import Any, Protocol, TypedDict
+from typing import Any, NotRequired, Protocol, TypedDict
 
 JSONDict = dict[str, Any]
 """A JSON object as orjson decodes it: pods, statuses and snapshots stay plain data."""
@@ -21,7 +21,7 @@ class RuntimeContainer(TypedDict):
     id: str
     name: str
     image: str | None
-    image_id: str
+    image_id: NotRequired[str]  # the runtime's image digest; a snapshot may leave it out
     state: str  # created | running | exited | unknown
     exit_code: int | None
     reason: str | None
