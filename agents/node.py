@@ -107,6 +107,7 @@ class NodeAgent:
             publish=self._publish_probe_result,
             on_change=self._on_probe_change,
             check=run_check if runtime.runtime_type != "sim" else _sim_check,
+            default_run_as=(settings.runtime_default_uid, settings.runtime_default_gid),
         )
         self.workers = PodWorkers(
             runtime,

@@ -62,7 +62,7 @@ def mutate(value: Any, path: tuple[Any, ...], action: str, new: Any) -> None:
 # Where each topic's schema leaves values open: odd values there pass the schema, and the fold must
 # cope with them. Elsewhere (enums, required scalars) a mutation mostly meets the schema's refusal,
 # which the malformed-values test covers.
-OPEN_PARTS = {
+OPEN_PARTS: dict[str, tuple[str, ...]] = {
     Topic.POD_UPDATES: ("pod",),
     Topic.POD_STATUS: ("status",),
     Topic.PLEG: ("runtime", "container_id"),

@@ -48,7 +48,7 @@ from podledger.agents.prober.specs import (
     resolve_port,
 )
 from podledger.agents.prober.worker import ProbeVerdict, verdict_for
-from podledger.agents.runtime.process_spec import DEFAULT_PATH, POD_IP
+from podledger.agents.runtime.process_spec import DEFAULT_PATH, DEFAULT_RUN_AS_ID, POD_IP
 from podledger.agents.worker.lifecycle import format_go_duration
 from podledger.types import ProbeResult, ProbeType
 
@@ -57,7 +57,6 @@ CheckFn = Callable[..., Awaitable[CheckOutcome]]
 log = logging.getLogger(__name__)
 
 MAX_PROBE_RETRIES = 3  # attempts per probe, repeated only while the attempt errors
-DEFAULT_RUN_AS_ID = 65534  # as the process runtime's default: nobody/nogroup
 MAX_OUTPUT_BYTES = 10 * 1024  # exec output and HTTP bodies are cut at 10 KiB, as upstream
 MAX_REDIRECTS = 10
 USER_AGENT = "kube-probe/podledger"  # applications match the "kube-probe/" prefix

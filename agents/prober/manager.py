@@ -26,7 +26,7 @@ from podledger.agents.prober.specs import (
     workers_for_pod,
 )
 from podledger.agents.prober.worker import ProbeWorkerState, ResultOp, after_probe, apply_ops, before_probe
-from podledger.agents.runtime.process_spec import POD_IP
+from podledger.agents.runtime.process_spec import DEFAULT_RUN_AS_ID, POD_IP, requested_ids
 from podledger.logs import PodLogger, pod_ref_of
 from podledger.schemas import models
 from podledger.types import JSONDict, ProbeResult, ProbeType
@@ -101,8 +101,11 @@ class Prober:
         clock: Callable[[], float] = time.time,
         check: CheckFn = run_check,
         default_host: str = POD_IP,
+        default_run_as: tuple[int, int] = (DEFAULT_RUN_AS_ID, DEFAULT_RUN_AS_ID),
         rng: random.Random | None = None,
     ) -> None:
+        """`default_run_as`: the (uid, gid) the runtime runs a container as when its pod sets none;
+        a root agent runs the container's exec probes as the same ids."""
         self.node = node
         self.publish = publish
         self.on_change = on_change
@@ -110,6 +113,7 @@ class Prober:
         self.clock = clock
         self.check = check
         self.default_host = default_host
+        self.default_run_as = default_run_as
         self.rng = rng or random.Random()
         self.started_at = clock()
         self.results = {probe_type: ResultCache() for probe_type in PROBE_TYPES}
@@ -291,7 +295,7 @@ class Prober:
             if not step.run_probe:
                 return step.keep_going
             host = str((status or {}).get("podIP") or self.default_host)
-            container = _with_run_as(worker.pod, worker.container)
+            container = with_run_as(worker.pod, worker.container, self.default_run_as)
             verdict = await execute_probe(worker.probe_type, container, host=host, check=self.check)
             if verdict.event_reason is not None:
                 self._record_event(worker, verdict.event_reason, verdict.event_message)
@@ -334,12 +338,15 @@ class Prober:
                     worker.log.exception("publishing %s %s=%s failed", worker.name, container_id, result)
 
 
-def _with_run_as(pod: JSONDict, container: JSONDict) -> JSONDict:
-    """The container with the ids it runs as (its securityContext over the pod's), so an exec probe
-    runs as the container does, never as the agent."""
-    pod_context = (pod.get("spec") or {}).get("securityContext") or {}
-    own = dict(container.get("securityContext") or {})
-    for key in ("runAsUser", "runAsGroup"):
-        if own.get(key) is None and pod_context.get(key) is not None:
-            own[key] = pod_context[key]
+def with_run_as(pod: JSONDict, container: JSONDict, default_ids: tuple[int, int]) -> JSONDict:
+    """The container with the ids it runs as: its securityContext over the pod's, else the
+    runtime's defaults for a pod that sets none (Settings.runtime_default_uid and _gid), exactly as
+    the process runtime starts it. An exec probe runs as its container does, never as the agent,
+    nor as another unprivileged user than the container's."""
+    uid, gid = requested_ids(pod, container)
+    own = {
+        **(container.get("securityContext") or {}),
+        "runAsUser": default_ids[0] if uid is None else uid,
+        "runAsGroup": default_ids[1] if gid is None else gid,
+    }
     return {**container, "securityContext": own}

@@ -484,3 +484,64 @@ def test_an_exec_probe_runs_as_its_container_and_cannot_read_the_agents_environm
     )
     assert check(f"cat {mine} >/dev/null 2>&1") == CheckResult.FAILURE
     assert check(f"cat {mine} >/dev/null 2>&1", {"runAsUser": 0}) == CheckResult.SUCCESS  # asked for root
+
+
+@pytest.mark.parametrize(
+    ("pod_context", "own_context", "ids"),
+    [
+        ({}, {}, (1234, 2345)),  # the pod sets nothing: the runtime's configured defaults
+        ({"runAsUser": 1111}, {}, (1111, 2345)),
+        ({"runAsUser": 1111, "runAsGroup": 2222}, {"runAsGroup": 3333}, (1111, 3333)),
+        ({}, {"runAsUser": 0}, (0, 2345)),  # asked for root, as the runtime starts it
+    ],
+)
+def test_exec_probes_run_as_the_runtime_starts_the_container(
+    pod_context: dict[str, Any], own_context: dict[str, Any], ids: tuple[int, int]
+) -> None:
+    """The ids an exec probe gets are the container's, merged as the process runtime merges them,
+    with the operator's runtime defaults (not a fixed 65534) where the pod sets none."""
+    from podledger.agents.prober.manager import with_run_as
+    from podledger.agents.runtime.process_spec import requested_ids
+
+    container = pods.container("c", securityContext=own_context)
+    pod = pods.pod([container], securityContext=pod_context) if pod_context else pods.pod([container])
+    context = with_run_as(pod, container, (1234, 2345))["securityContext"]
+    assert (context["runAsUser"], context["runAsGroup"]) == ids
+    uid, gid = requested_ids(pod, container)
+    assert (uid if uid is not None else 1234, gid if gid is not None else 2345) == ids
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="switching uid needs a root agent (CI runs as root)")
+def test_a_prober_runs_exec_probes_as_the_runtimes_configured_default_user() -> None:
+    """An operator who sets PODLEDGER_RUNTIME_DEFAULT_UID/_GID has containers run as those ids; their
+    exec probes, run by the same root agent, must run as the same ids, not as another user."""
+    script = 'test "$(id -u):$(id -g)" = 1234:2345'
+    probe = {"exec": {"command": ["sh", "-c", script]}, "periodSeconds": 0.05, "failureThreshold": 1}
+    pod = pods.pod([pods.container("c", readinessProbe=probe)], uid="run-as-uid")
+    status = {
+        "phase": "Running",
+        "containerStatuses": [
+            {
+                "name": "c",
+                "containerID": "process://run-as",
+                "state": {"running": {"startedAt": rfc3339(time.time() - 5)}},
+                "started": True,
+                "ready": False,
+            }
+        ],
+    }
+    published: list[models.ProbeResult] = []
+
+    async def publish(change: models.ProbeResult) -> None:
+        published.append(change)
+
+    async def scenario() -> None:
+        prober = Prober("node-1", publish, default_run_as=(1234, 2345))
+        prober.update_status("run-as-uid", status)
+        prober.add_pod(pod)
+        await wait_for_async(
+            lambda: any(p.result == CheckResult.SUCCESS for p in published), timeout=5.0, what="ready"
+        )
+        await prober.close()
+
+    asyncio.run(scenario())
