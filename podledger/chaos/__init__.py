@@ -9,6 +9,9 @@ shows the last versions.
 
 Modules: `plan` (the seeded schedule of faults and the pods of the churn, pure), `checks` (the
 checks over decoded records, pure), `config` (what a run is asked and what it found), `services`
-(the processes, killed and restarted), `snapshot` (the topics read at one moment) and `run` (the
-orchestration of processes, faults and reads).
+(the processes, killed and restarted), `pipeline` (the pipeline's processes and their supervisor),
+`churn` (the API pods deleted and created), `faults` (the planned faults performed), `watch` (the
+history, the catch-up and the drain while it runs), `snapshot` (the topics read at one moment),
+`verdict` (the checks, figures and explained failures at the end, pure), `orchestration` (the run
+from set-up to verdict) and `run` (`run_chaos`, the entry point, with signal handling).
 """
