@@ -1,169 +1,30 @@
 """The apiserver edge: the few REST calls podledger makes, on plain JSON.
 
-Built on the kubernetes client's configuration and transport (kubeconfig, in-cluster, auth),
-but requests and responses stay dicts parsed with orjson (docs/architecture.md#plain-data): the hot
-paths never build the client's model classes. Calls are blocking; async callers use `asyncio.to_thread`.
+Built on the kubernetes client's configuration and transport (kubeconfig, in-cluster, auth; loaded by
+agents/kube_client.py), but requests and responses stay dicts parsed with orjson
+(docs/architecture.md#plain-data): the hot paths never build the client's model classes. Calls are
+blocking; async callers use `asyncio.to_thread`. The pod list-and-watch loop built on these calls
+is agents/pod_watch.py.
 """
 
 from __future__ import annotations
 
-import logging
-import os
-import random
-import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import quote
 
 import orjson
 from kubernetes import client as k8s
-from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
-from kubernetes.config.config_exception import ConfigException
 from urllib3.exceptions import HTTPError as Urllib3HTTPError
 
+from podledger.agents.kube_client import ApiserverUnreachable, KubeError, load_api_client
+from podledger.agents.token_bucket import TokenBucket
+from podledger.agents.watch_policy import WATCH_READ_MARGIN_S, WATCH_TIMEOUT_S
 from podledger.errors import UserError
 from podledger.types import JSONDict
 
-log = logging.getLogger(__name__)
-
 STRATEGIC_MERGE = "application/strategic-merge-patch+json"
-
-# The pod watch, as client-go's reflector runs it: each watch asks the server to end it after
-# WATCH_TIMEOUT_S to 2 x WATCH_TIMEOUT_S seconds (jittered, so watches do not all restart at once), and
-# the client gives up on a connection that stays silent a margin longer: a half-open connection is
-# noticed by that read timeout, or sooner by TCP keepalive. Failures restart it with a back-off.
-WATCH_TIMEOUT_S = 300  # client-go's minWatchTimeout
-WATCH_READ_MARGIN_S = 30.0
-WATCH_BACKOFF_FIRST_S, WATCH_BACKOFF_MAX_S = 1.0, 30.0
-# A watch that ends sooner than this with no event is a failure (client-go's "very short watch").
-WATCH_TOO_SHORT_S = 1.0
-
-
-class ApiserverUnreachable(UserError):
-    """The apiserver did not answer, or answered with a server error: worth waiting for."""
-
-
-class KubeError(Exception):
-    """An apiserver call failed; `status` is the HTTP status (0 when it was never reached)."""
-
-    def __init__(self, status: int, reason: str, body: str = "") -> None:
-        super().__init__(f"{status} {reason}: {body[:300]}")
-        self.status = status
-        self.reason = reason
-        self.body = body
-
-    @property
-    def not_found(self) -> bool:
-        return self.status == 404
-
-    @property
-    def conflict(self) -> bool:
-        return self.status == 409
-
-
-def load_api_client(kubeconfig: str = "") -> k8s.ApiClient:
-    """An ApiClient from `kubeconfig`, else $KUBECONFIG, else the in-cluster service account."""
-    path = kubeconfig or os.environ.get("KUBECONFIG", "")
-    configuration = k8s.Configuration()
-    try:
-        if path:
-            if not os.path.exists(path):
-                raise UserError(f"kubeconfig {path} does not exist: set KUBECONFIG to a valid file")
-            k8s_config.load_kube_config(config_file=path, client_configuration=configuration)
-        else:
-            k8s_config.load_incluster_config(client_configuration=configuration)
-    except ConfigException as exc:
-        where = f"kubeconfig {path}" if path else "the in-cluster config"
-        raise UserError(f"cannot load {where}: {exc}; set KUBECONFIG to a valid kubeconfig") from None
-    except (ValueError, TypeError, KeyError, AttributeError) as exc:
-        raise UserError(f"kubeconfig {path} is malformed ({exc.__class__.__name__}: {exc})") from None
-    except Exception as exc:  # the YAML parser's own errors
-        if exc.__class__.__module__.startswith("yaml"):
-            raise UserError(f"kubeconfig {path} is not valid YAML: {exc}") from None
-        raise
-    # TCP keepalive on every connection, with client-go's timings (30 s idle): a peer that vanished
-    # breaks an idle watch instead of leaving it open forever.
-    configuration.keep_alive = True
-    return k8s.ApiClient(configuration)
-
-
-def watch_timeouts(base_s: int, jitter: float) -> tuple[int, float]:
-    """(server timeoutSeconds, client read timeout) of one watch, `jitter` in [0, 1): the server's is
-    base_s x (1 + jitter) as client-go's reflector picks it; the client waits for a byte at most that
-    plus a margin (WATCH_READ_MARGIN_S, or base_s when it is shorter)."""
-    server = max(1, int(base_s * (1.0 + jitter)))
-    return server, server + min(WATCH_READ_MARGIN_S, float(max(base_s, 1)))
-
-
-class WatchHealth:
-    """Whether a list-and-watch loop hears from the apiserver: down from the start until its first
-    list, and from any failure until a list or watch request succeeds again.
-
-    Written by the watch thread, read by anyone (plain attribute stores). Times are `clock()` seconds.
-    """
-
-    def __init__(self, clock: Callable[[], float] = time.time) -> None:
-        self.clock = clock
-        self.down_since: float | None = clock()
-        self.listed = False  # a list ever succeeded
-        self.last_heard: float | None = None  # a list, a watch opening, an event or a bookmark
-        self.error = "not started"
-        self.failures = 0  # failures since it was last up
-
-    def up(self) -> None:
-        self.down_since = None
-        self.last_heard = self.clock()
-        self.failures = 0
-
-    def heard(self) -> None:
-        self.last_heard = self.clock()
-
-    def down(self, error: str) -> None:
-        if self.down_since is None:
-            self.down_since = self.clock()
-        self.error = error
-        self.failures += 1
-
-    def healthy(self, now: float, down_after_s: float) -> tuple[bool, str]:
-        """Unhealthy once down for more than `down_after_s` seconds, with the reason."""
-        if self.down_since is None or now - self.down_since <= down_after_s:
-            return True, "ok"
-        if not self.listed:
-            return False, f"apiserver watch has yet to list pods ({now - self.down_since:.0f}s): {self.error}"
-        return False, f"apiserver watch down for {now - self.down_since:.0f}s: {self.error}"
-
-
-class TokenBucket:
-    """client-go's token-bucket rate limiter: `qps` tokens a second, at most `burst` saved up."""
-
-    def __init__(
-        self,
-        qps: float,
-        burst: int,
-        clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        if qps <= 0 or burst < 1:
-            raise ValueError("qps must be > 0 and burst >= 1")
-        self.qps, self.burst = qps, burst
-        self._clock, self._sleep = clock, sleep
-        self._tokens = float(burst)
-        self._last = clock()
-        self._lock = threading.Lock()
-
-    def acquire(self) -> float:
-        """Take one token, waiting for it if none is left; returns the seconds waited."""
-        with self._lock:
-            now = self._clock()
-            self._tokens = min(self.burst, self._tokens + (now - self._last) * self.qps)
-            self._last = now
-            self._tokens -= 1.0
-            wait = -self._tokens / self.qps if self._tokens < 0 else 0.0
-        if wait > 0:
-            self._sleep(wait)
-        return wait
 
 
 class Kube:
@@ -353,95 +214,6 @@ class Kube:
             if not finished:  # never hand a connection with unread data back to the pool
                 raw.close()
             raw.release_conn()
-
-    def list_and_watch_pods(
-        self,
-        on_event: Callable[[str, JSONDict], None],
-        stop: threading.Event,
-        *,
-        field_selector: str = "",
-        watch_timeout_s: int = WATCH_TIMEOUT_S,
-        health: WatchHealth | None = None,
-        jitter: Callable[[], float] = random.random,
-    ) -> None:
-        """List, then watch, until `stop` is set; blocking (run it in a thread). It never gives up.
-
-        `on_event(kind, pod)` gets LISTED for every listed pod, then RELISTED with {"uids": [...]}
-        once the listing is complete (pods not among them were deleted while nobody watched), then
-        ADDED, MODIFIED and DELETED from the watch. Each watch asks the server to end it after
-        `watch_timeout_s` to twice that (jittered) and reads with a timeout a margin longer, so a
-        half-open connection is noticed. A watch the server ends is resumed from the last
-        resourceVersion; 410 Gone relists at once; any other failure, of whatever kind, restarts on a
-        fresh connection after a back-off from 1 s doubling to 30 s (jittered): resuming after a
-        transport failure, relisting after anything else. `health` follows the outcome.
-        """
-        health = health if health is not None else WatchHealth()
-        resource_version = ""
-        backoff = WATCH_BACKOFF_FIRST_S
-
-        def opened() -> None:
-            nonlocal backoff
-            health.up()
-            backoff = WATCH_BACKOFF_FIRST_S
-
-        while not stop.is_set():
-            try:
-                if not resource_version:
-                    listing = self.list_pods(field_selector=field_selector, watch_pool=True)
-                    items = listing.get("items") or []
-                    for pod in items:
-                        on_event("LISTED", pod)
-                    on_event("RELISTED", {"uids": [p["metadata"]["uid"] for p in items]})
-                    resource_version = listing["metadata"]["resourceVersion"]
-                    health.listed = True
-                    opened()
-                server_s, read_s = watch_timeouts(watch_timeout_s, jitter())
-                started, quiet = time.monotonic(), True
-                for event in self.watch_pods(
-                    field_selector=field_selector,
-                    resource_version=resource_version,
-                    timeout_seconds=server_s,
-                    read_timeout_s=read_s,
-                    on_open=opened,
-                ):
-                    if stop.is_set():
-                        return
-                    health.heard()
-                    quiet = False
-                    kind, obj = event["type"], event["object"]
-                    if kind == "ERROR":
-                        code = int(obj.get("code") or 0)
-                        if code == 410:  # our resourceVersion is too old to resume from: relist
-                            log.info("pod watch expired (410 Gone); relisting")
-                            resource_version = ""
-                            break
-                        reason = str(obj.get("reason") or "watch error")
-                        raise KubeError(code, reason, str(obj.get("message") or ""))
-                    if kind in ("ADDED", "MODIFIED", "DELETED"):
-                        on_event(kind, obj)
-                    resource_version = obj["metadata"].get("resourceVersion") or resource_version
-                else:
-                    if quiet and time.monotonic() - started < WATCH_TOO_SHORT_S and not stop.is_set():
-                        raise KubeError(0, "very short watch", "the watch ended at once with no event")
-            except Exception as exc:
-                if stop.is_set():
-                    return  # shutting down: the server closing our watch is expected
-                transport = isinstance(exc, KubeError) and exc.status != 410
-                if not transport:
-                    resource_version = ""  # 410, bad data or a failing handler: start from a new list
-                reason = str(exc) if isinstance(exc, KubeError) else f"{type(exc).__name__}: {exc}"
-                health.down(reason)
-                delay = backoff * (0.5 + jitter() / 2)
-                log.warning(
-                    "pod watch failed (%s in a row; %s in %.1fs): %s",
-                    health.failures,
-                    "resuming" if resource_version else "relisting",
-                    delay,
-                    reason,
-                )
-                self.reset_watch_connections()
-                stop.wait(delay)
-                backoff = min(backoff * 2, WATCH_BACKOFF_MAX_S)
 
     # -- nodes
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from podledger.agents.kube import Kube, KubeError
+from podledger.agents.kube import Kube
+from podledger.agents.kube_client import KubeError
 from podledger.agents.sink.decisions import is_mirror_pod
 from podledger.agents.sources.pod_config import HASH_ANNOTATION
 from podledger.logs import pod_logger

@@ -29,7 +29,7 @@ from podledger.agents.runtime.base import Runtime
 from podledger.agents.runtime.container_gc import ContainerGC
 from podledger.agents.sources import PodSource
 from podledger.agents.sources.pod_config import PodStorage
-from podledger.agents.worker.pod_worker import PodWorkers
+from podledger.agents.worker.pod_workers import PodWorkers
 from podledger.config import Settings
 from podledger.health import Check, HealthServer
 from podledger.heap import CollectionSchedule, settle_long_lived_heap

@@ -17,7 +17,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from podledger.agents.kube import Kube, KubeError
+from podledger.agents.kube import Kube
+from podledger.agents.kube_client import KubeError
 from podledger.agents.worker.admission import api_update_refusal
 from podledger.keys import Signer
 from podledger.schemas import models

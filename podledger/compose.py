@@ -17,7 +17,8 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
-from podledger.agents.kube import ApiserverUnreachable, Kube, KubeError
+from podledger.agents.kube import Kube
+from podledger.agents.kube_client import ApiserverUnreachable, KubeError
 from podledger.agents.runtime.base import Runtime
 from podledger.config import Settings
 from podledger.errors import UserError

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 from podledger.agents.kube import Kube
+from podledger.agents.pod_watch import list_and_watch_pods
 from podledger.types import JSONDict
 
 __all__ = ["PodCache"]
@@ -44,8 +45,8 @@ class PodCache:
 
     def start(self) -> None:
         thread = threading.Thread(
-            target=self.kube.list_and_watch_pods,
-            args=(self.on_event, self._stop),
+            target=list_and_watch_pods,
+            args=(self.kube, self.on_event, self._stop),
             name="sink-pod-cache",
             daemon=True,
         )

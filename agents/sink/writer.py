@@ -35,7 +35,8 @@ from typing import Any
 import orjson
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 
-from podledger.agents.kube import Kube, KubeError
+from podledger.agents.kube import Kube
+from podledger.agents.kube_client import KubeError
 from podledger.agents.sink import decisions as api_sync
 from podledger.agents.sink.cache import PodCache
 from podledger.config import Settings

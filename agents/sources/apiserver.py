@@ -4,7 +4,7 @@ The watch runs in a daemon thread (the client is blocking) and hands events to t
 The kubelet's podStorage (agents/sources/pod_config.py) turns each new list into incremental ops
 (ADD, UPDATE, DELETE, REMOVE, RECONCILE), published one pod per message on pod-updates.
 
-Nothing ends the source but cancellation: the watch restarts after any failure (Kube.list_and_watch_pods),
+Nothing ends the source but cancellation: the watch restarts after any failure (agents/pod_watch.py),
 an event it cannot handle is logged and skipped, and `health` tells the node agent's /healthz whether the
 watch is up.
 """
@@ -17,10 +17,12 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from podledger.agents.kube import WATCH_TIMEOUT_S, Kube, WatchHealth
+from podledger.agents.kube import Kube
+from podledger.agents.pod_watch import list_and_watch_pods
 from podledger.agents.sink.decisions import is_mirror_pod
 from podledger.agents.sources.pod_config import PodStorage
 from podledger.agents.sources.publish import publish_merge
+from podledger.agents.watch_policy import WATCH_TIMEOUT_S, WatchHealth
 from podledger.types import JSONDict, PublishUpdate
 
 log = logging.getLogger(__name__)
@@ -110,7 +112,8 @@ class ApiserverSource:
         def put(kind: str, pod: JSONDict) -> None:
             loop.call_soon_threadsafe(queue.put_nowait, (kind, pod))
 
-        self.kube.list_and_watch_pods(
+        list_and_watch_pods(
+            self.kube,
             put,
             stop,
             field_selector=self.selector,

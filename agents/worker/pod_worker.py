@@ -1,13 +1,12 @@
-"""Pod workers: one asyncio task per pod, driving the runtime toward the desired pod (pod_workers.go).
+"""One pod's worker (pod_workers.go): what it knows, and the asyncio task driving the runtime toward
+the desired pod.
 
 A worker moves SyncPod -> Terminating -> Terminated (UpdatePod). Each pass reads the pod's snapshot from
 the runtime, lets the pure `compute_pod_actions` decide, and carries the decisions out. What the kubelet's
 workers tell its status manager goes to pod-lifecycle instead: sync results (the reason cache, plus the
 crash-loop back-off so a restarted agent resumes it), terminating (with the grace period in use) and
 terminated (with the final runtime snapshot, so the fold never judges a terminated pod by an older
-relist). A restarted agent rebuilds every worker from pod-updates and pod-lifecycle (`apply_update`,
-`apply_lifecycle`) before any worker runs: the log, not memory, says what was desired and how far each
-pod got, and containers that outlived the agent were adopted by the runtime.
+relist). `PodWorkers` (pod_workers.py) holds the node's workers and feeds them updates.
 """
 
 from __future__ import annotations
@@ -21,37 +20,26 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from podledger.agents.mirror import MirrorPods, config_hash
+from podledger.agents.mirror import MirrorPods
 from podledger.agents.runtime.base import Runtime
+from podledger.agents.worker import decisions
 from podledger.agents.worker.actions import (
     compute_pod_actions,
     latest_by_name,
     phase_from_runtime,
     running_container_ids,
 )
-from podledger.agents.worker.lifecycle import effective_grace_period, liveness_kill_grace
+from podledger.agents.worker.lifecycle import liveness_kill_grace
 from podledger.logs import PodLogger, pod_logger
 from podledger.schemas import models
-from podledger.streams import status as status_gen
-from podledger.types import (
-    TERMINAL_PHASES,
-    JSONDict,
-    LifecycleKind,
-    PodOp,
-    ProbeResult,
-    Publish,
-    RuntimeSnapshot,
-    Topic,
-)
+from podledger.types import TERMINAL_PHASES, JSONDict, LifecycleKind, Publish, RuntimeSnapshot, Topic
 
-__all__ = ["PodWorkers", "WorkerState"]
+__all__ = ["PodWorkerTasks", "WorkerState", "kill_containers"]
 
 log = logging.getLogger(__name__)
 
 RESYNC_S = 60.0  # syncFrequency: a pod is looked at again at least this often
 ERROR_REQUEUE_S = 10.0  # after a failed pass (completeWork)
-HOUSEKEEPING_S = 2.0  # runtime orphans are cleaned this often once sources are ready (HandlePodCleanups)
-ORPHAN_GRACE_S = 1  # runtime-only orphans are killed with grace 1 (HandlePodCleanups)
 JITTER = 0.5  # requeues after errors and resyncs are stretched by up to half (completeWork)
 
 
@@ -90,176 +78,59 @@ class WorkerState:
         return pod_logger(log, meta.get("namespace") or "default", meta.get("name"), self.uid)
 
     def wants_termination(self) -> bool:
-        """UpdatePod's reasons to terminate: deleted, removed, or terminal in the API. Static pods are
-        never ended by an API phase."""
-        if self.removed or (self.pod.get("metadata") or {}).get("deletionTimestamp"):
-            return True
-        api_phase = (self.pod.get("status") or {}).get("phase")
-        return self.source == "api" and api_phase in TERMINAL_PHASES
+        """UpdatePod's reasons to terminate (`decisions.wants_termination`)."""
+        return decisions.wants_termination(self.pod, self.source, self.removed)
 
     def grace_period(self) -> tuple[int, bool]:
-        meta, spec = self.pod.get("metadata") or {}, self.pod.get("spec") or {}
-        return effective_grace_period(
-            self.grace_s,
-            meta.get("deletionGracePeriodSeconds"),
-            None,
-            spec.get("terminationGracePeriodSeconds"),
-        )
+        return decisions.pod_grace_period(self.pod, self.grace_s)
 
 
-class PodWorkers:
-    """Every pod worker of one node, fed by pod-updates, woken by PLEG events and probe failures."""
+async def kill_containers(
+    runtime: Runtime, uid: str, snapshot: RuntimeSnapshot | None, grace: float, pod: JSONDict | None = None
+) -> None:
+    """Regular containers together, then sidecars in reverse start order (killPodWithSyncResult)."""
+    regular, sidecars = decisions.kill_order(snapshot, pod)
+    if not (regular or sidecars):
+        return
+    deadline = time.monotonic() + grace
+    await asyncio.gather(*(runtime.stop_container(uid, cid, grace) for cid in regular))
+    # Each sidecar gets what is left of the pod's grace (the runtime still allows 2 s at least).
+    for cid in sidecars:
+        await runtime.stop_container(uid, cid, max(deadline - time.monotonic(), 0.0))
+
+
+class PodWorkerTasks:
+    """Runs each pod worker's task: its loop, and the passes that sync or terminate its pod."""
 
     def __init__(
         self,
+        workers: dict[str, WorkerState],
         runtime: Runtime,
         node: str,
         publish: Publish,
         *,
-        prober: Any | None = None,
-        mirrors: MirrorPods | None = None,
-        sources_ready: Callable[[], bool] = lambda: True,
-        clock: Callable[[], float] = time.time,
-        resync_s: float = RESYNC_S,
+        prober: Any | None,
+        mirrors: MirrorPods | None,
+        clock: Callable[[], float],
+        resync_s: float,
     ) -> None:
+        self.workers = workers  # the node's workers (PodWorkers'): a finished pod is forgotten here
         self.runtime = runtime
         self.node = node
         self._publish = publish
         self.prober = prober
         self.mirrors = mirrors  # when the node talks to an apiserver
-        self.sources_ready = sources_ready
         self.clock = clock
         self.resync_s = resync_s
-        self.workers: dict[str, WorkerState] = {}
-        self.running = False
-        self._mirroring: dict[str, asyncio.Task[None]] = {}  # mirror pod checks under way, by pod UID
+        self.mirroring: dict[str, asyncio.Task[None]] = {}  # mirror pod checks under way, by pod UID
 
-    # ------------------------------------------------------------------ input
+    # ------------------------------------------------------------------ the task
 
-    def apply_update(self, update: models.PodUpdate) -> None:
-        """One pod-updates message for this node (HandlePodAdditions/Updates/Removes)."""
-        uid = update.uid
-        w = self.workers.get(uid)
-        if w is not None and w.removed:
-            # This life is ending; the message belongs to the UID's next life, if any.
-            if update.op == PodOp.REMOVE:
-                w.next_life = None
-            elif w.next_life is None:
-                w.next_life = WorkerState(uid, update.pod, update.source, since_ms=update.ts_ms)
-            else:
-                w.next_life.pod, w.next_life.source = update.pod, update.source
-            return
-        if update.op == PodOp.REMOVE:
-            if w is None:
-                return
-            if not self.running and self.runtime.pod_snapshot(uid, self.clock()) is None:
-                del self.workers[uid]  # replaying the log: gone, and nothing of it is left to stop
-                return
-            w.removed = True
-            if not w.terminating:
-                self._interrupt(w)
-            w.wake.set()
-            return
-        if w is None:
-            w = self.workers[uid] = WorkerState(uid, update.pod, update.source, since_ms=update.ts_ms)
-            if self.running:
-                self._launch(w)
-            return
-        if w.terminated:
-            return  # a finished UID ignores updates until it is removed
-        was_terminating, (old_grace, _) = w.terminating or w.wants_termination(), w.grace_period()
-        w.pod, w.source = update.pod, update.source
-        if w.wants_termination() and not was_terminating:
-            self._interrupt(w)  # becoming terminating cancels the in-flight sync (UpdatePod)
-        elif w.terminating and w.grace_period()[0] < old_grace:
-            self._interrupt(w)  # a shortened grace period does too
-        w.wake.set()
-
-    def apply_lifecycle(self, event: models.PodLifecycle) -> None:
-        """Replay one of our own pod-lifecycle facts (only while restoring from the log)."""
-        w = self.workers.get(event.uid)
-        if w is not None and w.next_life is not None and event.ts_ms >= w.next_life.since_ms:
-            w = w.next_life
-        if w is None or event.ts_ms < w.since_ms:
-            return  # a fact of an earlier life of this UID
-        if event.kind == LifecycleKind.SYNC_RESULT:
-            w.reasons = {
-                r["container"]: {k: v for k, v in r.items() if k != "container"} for r in event.sync_results
-            }
-            w.backoff = dict(event.backoff or {})
-        elif event.kind == LifecycleKind.TERMINATING:
-            w.terminating = True
-            if event.grace_s is not None:
-                w.grace_s = event.grace_s
-        else:
-            w.terminating = w.terminated = True
-
-    def wake(self, uid: str) -> None:
-        """Something changed for the pod (a PLEG event, a probe failure): look at it now."""
-        w = self.workers.get(uid)
-        if w is not None:
-            w.wake.set()
-
-    def publishes_for(self, uid: str) -> bool:
-        """Whether runtime events of this pod still matter: not for pods gone from the config (as the
-        kubelet's sync loop drops PLEG events of pods its pod manager no longer has)."""
-        w = self.workers.get(uid)
-        return w is not None and not w.removed
-
-    # ------------------------------------------------------------------ running
-
-    def start(self) -> None:
-        """Launch every restored worker; from now on updates act at once."""
-        self.running = True
-        for w in self.workers.values():
-            self._launch(w)
-
-    async def stop(self) -> None:
-        """Stop the workers but not the containers: a restarted agent adopts them."""
-        self.running = False
-        tasks = [w.task for w in self.workers.values() if w.task is not None]
-        tasks += list(self._mirroring.values())
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-
-    async def stop_all_pods(self, grace_s: float = 2.0) -> None:
-        """Stop every container the runtime runs (for a throw-away node such as the demo's)."""
-        snapshots = self.runtime.relist(self.clock())
-        await asyncio.gather(*(self._kill_all(uid, s, grace_s) for uid, s in snapshots.items()))
-
-    async def housekeeping(self, period_s: float = HOUSEKEEPING_S) -> None:
-        """HandlePodCleanups in short: once sources are ready, pods only the runtime knows are killed
-        and removed."""
-        while True:
-            await asyncio.sleep(period_s)
-            if not (self.running and self.sources_ready()):
-                continue
-            try:
-                await self.remove_orphans()
-                if self.mirrors is not None:
-                    static = {config_hash(w.pod) for w in self.workers.values() if w.source != "api"}
-                    await self.mirrors.delete_orphans(static)
-            except Exception as exc:  # the apiserver or the runtime may be away; the next round retries
-                log.warning("housekeeping failed: %s", exc)
-
-    async def remove_orphans(self) -> list[str]:
-        orphans = [uid for uid in self.runtime.relist(self.clock()) if uid not in self.workers]
-        for uid in orphans:
-            snapshot = self.runtime.pod_snapshot(uid, self.clock())
-            await self._kill_all(uid, snapshot, ORPHAN_GRACE_S)
-            await self.runtime.remove_sandbox(uid)
-            pod_logger(log, None, None, uid).info("removed from the runtime: no pod of this node has it")
-        return orphans
-
-    def _launch(self, w: WorkerState) -> None:
+    def launch(self, w: WorkerState) -> None:
         w.task = asyncio.ensure_future(self._work(w))
 
-    def _stop_task(self, w: WorkerState) -> None:
-        if w.task is not None and not w.task.done():
-            w.task.cancel()
-
-    def _interrupt(self, w: WorkerState) -> None:
+    def interrupt(self, w: WorkerState) -> None:
+        """Cancel the pass in flight; the loop starts the next one at once."""
         if w.current is not None and not w.current.done():
             w.interrupted = True
             w.current.cancel()
@@ -287,6 +158,8 @@ class PodWorkers:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(w.wake.wait(), delay)
 
+    # ------------------------------------------------------------------ one pass
+
     async def _pass(self, w: WorkerState) -> float | None:
         """One pass; returns how long to wait before the next unless woken (None: until woken)."""
         if w.terminated:
@@ -297,7 +170,7 @@ class PodWorkers:
                 del self.workers[w.uid]
                 if w.next_life is not None:  # the UID came back while this life ended
                     self.workers[w.uid] = w.next_life
-                    self._launch(w.next_life)
+                    self.launch(w.next_life)
             return None
         if w.terminating or w.wants_termination():
             return await self._terminate(w)
@@ -310,9 +183,9 @@ class PodWorkers:
             return await self._terminate(w)  # SyncPod found the pod terminal (its isTerminal result)
         if self.prober is not None:
             self.prober.add_pod(w.pod)
-        if self.mirrors is not None and w.source != "api" and w.uid not in self._mirroring:
+        if self.mirrors is not None and w.source != "api" and w.uid not in self.mirroring:
             # In the background: the pod runs whether or not the apiserver is there to show it.
-            self._mirroring[w.uid] = asyncio.ensure_future(self._ensure_mirror(w, self.mirrors))
+            self.mirroring[w.uid] = asyncio.ensure_future(self._ensure_mirror(w, self.mirrors))
         actions = compute_pod_actions(
             w.pod,
             snapshot,
@@ -322,7 +195,7 @@ class PodWorkers:
             started=self._sidecars_started(w.pod, snapshot),
         )
         if actions.create_sandbox:
-            await self._kill_all(w.uid, snapshot, w.grace_period()[0])
+            await kill_containers(self.runtime, w.uid, snapshot, w.grace_period()[0])
             await self.runtime.create_sandbox(w.pod)
             return 0.0
         meta, spec = w.pod["metadata"], w.pod.get("spec") or {}
@@ -361,7 +234,7 @@ class PodWorkers:
         except Exception as exc:
             w.log.warning("mirror pod not updated: %s", exc)
         finally:
-            self._mirroring.pop(w.uid, None)
+            self.mirroring.pop(w.uid, None)
 
     async def _terminate(self, w: WorkerState) -> float | None:
         """SyncTerminatingPod then SyncTerminatedPod (kubelet.go)."""
@@ -373,7 +246,7 @@ class PodWorkers:
         if self.prober is not None:
             self.prober.stop_liveness_and_startup(w.uid)
         snapshot = self.runtime.pod_snapshot(w.uid, self.clock())
-        await self._kill_all(w.uid, snapshot, grace, w.pod)
+        await kill_containers(self.runtime, w.uid, snapshot, grace, w.pod)
         await self.runtime.stop_sandbox(w.uid)
         final = self.runtime.pod_snapshot(w.uid, self.clock())
         still = running_container_ids(final)
@@ -386,28 +259,6 @@ class PodWorkers:
         w.log.info("terminated (grace %ds)", grace)
         return 0.0 if w.removed else None
 
-    async def _kill_all(
-        self, uid: str, snapshot: RuntimeSnapshot | None, grace: float, pod: JSONDict | None = None
-    ) -> None:
-        """Regular containers together, then sidecars in reverse start order (killPodWithSyncResult)."""
-        running = running_container_ids(snapshot)
-        if not running:
-            return
-        sidecars = [
-            c["name"]
-            for c in ((pod or {}).get("spec") or {}).get("initContainers") or []
-            if status_gen.is_sidecar(c)
-        ]
-        by_id = {c["id"]: c["name"] for c in (snapshot or {}).get("containers") or []}
-        first = [cid for cid in running if by_id[cid] not in sidecars]
-        deadline = time.monotonic() + grace
-        await asyncio.gather(*(self.runtime.stop_container(uid, cid, grace) for cid in first))
-        # Each sidecar gets what is left of the pod's grace (the runtime still allows 2 s at least).
-        for name in reversed(sidecars):
-            for cid in running:
-                if by_id[cid] == name:
-                    await self.runtime.stop_container(uid, cid, max(deadline - time.monotonic(), 0.0))
-
     # ------------------------------------------------------------------ probes
 
     def _probe_failures(self, uid: str) -> dict[str, str]:
@@ -415,18 +266,11 @@ class PodWorkers:
         return {} if self.prober is None else dict(self.prober.probe_failures(uid))
 
     def _sidecars_started(self, pod: JSONDict, snapshot: RuntimeSnapshot | None) -> dict[str, bool]:
-        """Running sidecars with a startup probe, by runtime id: started only once it succeeded (no
-        result yet is not started). Containers without a startup probe count as started."""
+        """Which running sidecars count as started (`decisions.sidecars_started`); none without a prober."""
         if self.prober is None:
             return {}
-        init = (pod.get("spec") or {}).get("initContainers") or []
-        probed = {c["name"] for c in init if status_gen.is_sidecar(c) and c.get("startupProbe")}
         results = self.prober.startup_results(pod["metadata"]["uid"])
-        return {
-            c["id"]: results.get(c["id"]) == ProbeResult.SUCCESS
-            for c in (snapshot or {}).get("containers") or []
-            if c["name"] in probed and c["state"] == "running"
-        }
+        return decisions.sidecars_started(pod, snapshot, results)
 
     def _probe_grace(self, uid: str, container: str, probe: str | None) -> int | None:
         if self.prober is None or probe is None:

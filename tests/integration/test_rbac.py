@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 import yaml
 
-from podledger.agents.kube import STRATEGIC_MERGE, Kube, KubeError
+from podledger.agents.kube import STRATEGIC_MERGE, Kube
+from podledger.agents.kube_client import KubeError
 from podledger.config import Settings
 from podledger.schemas import decode
 from podledger.streams.topics import ensure_topics

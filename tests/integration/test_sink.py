@@ -10,7 +10,8 @@ import uuid
 import orjson
 import pytest
 
-from podledger.agents.kube import Kube, KubeError
+from podledger.agents.kube import Kube
+from podledger.agents.kube_client import KubeError
 from podledger.config import Settings
 from podledger.schemas import decode
 from podledger.streams.topics import ensure_topics

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from podledger.agents.kube import KubeError
+from podledger.agents.kube_client import KubeError
 from podledger.config import Settings
 from podledger.local import alive
 from podledger.types import JSONDict

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from podledger.agents.kube import TokenBucket
+from podledger.agents.token_bucket import TokenBucket
 
 
 class FakeClock:

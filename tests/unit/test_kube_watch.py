@@ -1,6 +1,7 @@
-"""The apiserver pod watch (agents/kube.py): its timeouts, its health, and a loop that no failure ends
-(docs/kubelet-rules.md, "The apiserver source"). The loop is driven by a scripted client; the read
-timeout by a local HTTP server that goes silent mid-watch, as a half-open connection does."""
+"""The apiserver pod watch: its timeouts and its health (agents/watch_policy.py), and a loop that no
+failure ends (agents/pod_watch.py; docs/kubelet-rules.md, "The apiserver source"). The loop is driven
+by a scripted client; the read timeout by a local HTTP server that goes silent mid-watch, as a
+half-open connection does."""
 
 from __future__ import annotations
 
@@ -14,8 +15,11 @@ import orjson
 import pytest
 from kubernetes import client as k8s
 
-from podledger.agents import kube as kube_module
-from podledger.agents.kube import Kube, KubeError, WatchHealth, watch_timeouts
+from podledger.agents import pod_watch as pod_watch_module
+from podledger.agents.kube import Kube
+from podledger.agents.kube_client import KubeError
+from podledger.agents.pod_watch import list_and_watch_pods
+from podledger.agents.watch_policy import WatchHealth, watch_timeouts
 from podledger.config import Settings
 from podledger.errors import UserError
 from podledger.types import JSONDict
@@ -109,8 +113,8 @@ class ScriptedKube(Kube):
 
 @pytest.fixture
 def fast_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(kube_module, "WATCH_BACKOFF_FIRST_S", 0.001)
-    monkeypatch.setattr(kube_module, "WATCH_TOO_SHORT_S", 0.0)
+    monkeypatch.setattr(pod_watch_module, "WATCH_BACKOFF_FIRST_S", 0.001)
+    monkeypatch.setattr(pod_watch_module, "WATCH_TOO_SHORT_S", 0.0)
 
 
 def run_script(
@@ -127,7 +131,9 @@ def run_script(
             on_event(kind, obj)
 
     thread = threading.Thread(
-        target=kube.list_and_watch_pods, args=(record, stop), kwargs={"health": health, "jitter": lambda: 0.0}
+        target=list_and_watch_pods,
+        args=(kube, record, stop),
+        kwargs={"health": health, "jitter": lambda: 0.0},
     )
     thread.start()
     thread.join(10)
@@ -202,7 +208,7 @@ def test_a_failing_handler_is_retried_from_a_new_list(fast_backoff: None) -> Non
 
 
 def test_a_watch_that_ends_at_once_is_a_failure(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(kube_module, "WATCH_BACKOFF_FIRST_S", 0.001)
+    monkeypatch.setattr(pod_watch_module, "WATCH_BACKOFF_FIRST_S", 0.001)
     downs: list[str] = []
     original = WatchHealth.down
     monkeypatch.setattr(WatchHealth, "down", lambda self, error: (downs.append(error), original(self, error)))
@@ -287,8 +293,9 @@ def test_the_loop_notices_a_silent_connection_and_resumes_on_a_new_one(
     server.silent.set()
     stop, health, seen = threading.Event(), WatchHealth(), []
     thread = threading.Thread(
-        target=kube.list_and_watch_pods,
+        target=list_and_watch_pods,
         args=(
+            kube,
             lambda kind, obj: seen.append((kind, obj["metadata"]["uid"]) if "metadata" in obj else kind),
             stop,
         ),

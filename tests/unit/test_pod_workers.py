@@ -13,7 +13,7 @@ from typing import Any
 from podledger.agents.runtime.sim import SimRuntime
 from podledger.agents.sources.apiserver import ApiserverSource
 from podledger.agents.sources.pod_config import PodStorage
-from podledger.agents.worker.pod_worker import PodWorkers
+from podledger.agents.worker.pod_workers import PodWorkers
 from podledger.schemas import models
 from podledger.types import JSONDict
 from tests import pods
