@@ -12,13 +12,20 @@ when allocations exceed deallocations by the threshold. The count barely moves w
 generation fills with everything that survived since the last pass, so the pass that finally comes
 walks hundreds of thousands of objects (0.3-0.45 s at 10k pods, twice a minute). A service with a
 period of its own therefore runs the passes itself, at moments it picks (`CollectionSchedule`).
+
+A command that folds a journal offline (`podledger fold`, `podledger verify`) grows its heap the
+same way, one pod record at a time, and runs under the same policy for as long as it folds
+(`long_lived_heap`): with CPython's default young threshold, 100,000 events over 10,000 pods took
+about 620 collector passes and 13-15 % of the fold's time, against 9 passes and 2 % under it
+(5,549 against 6,362 events/s, medians of five runs side by side).
 """
 
 from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 # Allocations minus deallocations before a young collection (CPython's default: 700). Higher means
@@ -43,6 +50,18 @@ def settle_long_lived_heap() -> None:
     gc.freeze()
     _, middle, old = gc.get_threshold()
     gc.set_threshold(YOUNG_THRESHOLD, max(middle, 20), max(old, 100))
+
+
+@contextmanager
+def long_lived_heap() -> Iterator[None]:
+    """settle_long_lived_heap for a stretch of work, then the collector as it was before."""
+    threshold = gc.get_threshold()
+    settle_long_lived_heap()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*threshold)
 
 
 class CollectionSchedule:

@@ -23,6 +23,7 @@ def _open_input(path: str) -> BinaryIO:
 
 def cmd_fold(args: argparse.Namespace) -> int:
     """Fold a JSON-lines file of journal or ingress events offline; print versioned statuses."""
+    from podledger.heap import long_lived_heap
     from podledger.schemas import encode
     from podledger.streams.fold import HoldLimits
     from podledger.streams.replay import ReplayStats, replay
@@ -33,18 +34,19 @@ def cmd_fold(args: argparse.Namespace) -> int:
     started = time.monotonic()
     out = sys.stdout.buffer
     wanted = set(args.outputs.split(","))
-    try:
-        for output in replay(source, HoldLimits(settings.hold_max_events, settings.hold_max_ms), stats):
-            if output.topic == Topic.DEAD_LETTER:
-                print(f"podledger fold: rejected: {output.value.detail}", file=sys.stderr)
-            if output.topic in wanted and output.value is not None:
-                out.write(encode(output.value) + b"\n")
-            if args.progress and stats.lines % 100_000 == 0:
-                print(f"podledger fold: {stats.lines} lines ...", file=sys.stderr, flush=True)
-    finally:
-        if source is not sys.stdin.buffer:
-            source.close()
-        out.flush()
+    with long_lived_heap():  # the records it builds live as long as the fold does
+        try:
+            for output in replay(source, HoldLimits(settings.hold_max_events, settings.hold_max_ms), stats):
+                if output.topic == Topic.DEAD_LETTER:
+                    print(f"podledger fold: rejected: {output.value.detail}", file=sys.stderr)
+                if output.topic in wanted and output.value is not None:
+                    out.write(encode(output.value) + b"\n")
+                if args.progress and stats.lines % 100_000 == 0:
+                    print(f"podledger fold: {stats.lines} lines ...", file=sys.stderr, flush=True)
+        finally:
+            if source is not sys.stdin.buffer:
+                source.close()
+            out.flush()
     elapsed = time.monotonic() - started
     print(
         f"podledger fold: {stats.events} events of {len(stats.pods)} pods -> {stats.versions} versions,"

@@ -22,6 +22,7 @@ PROGRESS_EVERY = 50_000
 
 def cmd_verify(args: argparse.Namespace) -> int:
     """Check the chains and re-fold the journal; print the first divergence and the summary."""
+    from podledger.heap import long_lived_heap
     from podledger.read.audit import parse
     from podledger.read.audit import verify as audit
 
@@ -35,7 +36,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise UserError(f"--since: {exc}") from None
     started = time.monotonic()
-    audits = asyncio.run(_read_all(settings, since_ms, args.partition))
+    with long_lived_heap():  # the re-fold's records live as long as the read does
+        audits = asyncio.run(_read_all(settings, since_ms, args.partition))
     elapsed = time.monotonic() - started
 
     total = audit.Counts()

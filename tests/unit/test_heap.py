@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from podledger.heap import YOUNG_THRESHOLD, CollectionSchedule, settle_long_lived_heap
+from podledger.heap import YOUNG_THRESHOLD, CollectionSchedule, long_lived_heap, settle_long_lived_heap
 
 
 @pytest.fixture
@@ -24,6 +24,19 @@ def test_objects_alive_at_start_leave_the_collectors_sight(restored_gc: None) ->
     settle_long_lived_heap()
     assert gc.get_freeze_count() >= len(long_lived)
     assert gc.get_threshold()[0] == YOUNG_THRESHOLD
+
+
+def test_a_long_lived_stretch_runs_under_the_policy_and_leaves_the_collector_as_it_was(
+    restored_gc: None,
+) -> None:
+    gc.set_threshold(700, 10, 10)
+    records = [{"pod": i} for i in range(10_000)]
+    with pytest.raises(RuntimeError), long_lived_heap():
+        assert gc.get_freeze_count() >= len(records)
+        assert gc.get_threshold()[0] == YOUNG_THRESHOLD
+        raise RuntimeError("a fold that fails still gives the collector back")
+    assert gc.get_freeze_count() == 0
+    assert gc.get_threshold() == (700, 10, 10)
 
 
 def test_cycles_made_later_are_still_collected(restored_gc: None) -> None:

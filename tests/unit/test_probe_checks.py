@@ -394,19 +394,7 @@ def test_prober_end_to_end_against_a_flipping_http_server(http_server: Server) -
         },
     )
     pod = pods.pod([web], name="web", uid="e2e-uid")
-    status = {
-        "phase": "Running",
-        "podIP": "127.0.0.1",
-        "containerStatuses": [
-            {
-                "name": "web",
-                "containerID": "process://e2e",
-                "state": {"running": {"startedAt": rfc3339(time.time() - 5)}},
-                "started": True,
-                "ready": False,
-            }
-        ],
-    }
+    status = {**running_for_5s("web", "process://e2e"), "podIP": "127.0.0.1"}
     published: list[models.ProbeResult] = []
 
     async def publish(change: models.ProbeResult) -> None:
@@ -446,6 +434,22 @@ def test_prober_end_to_end_against_a_flipping_http_server(http_server: Server) -
     ]
     assert {(p.uid, p.node, p.container_name, p.container_id) for p in published} == {
         ("e2e-uid", "node-e2e", "web", "process://e2e")
+    }
+
+
+def running_for_5s(name: str, container_id: str) -> dict[str, Any]:
+    """A pod API status with one container running and started for 5 s, not ready yet."""
+    return {
+        "phase": "Running",
+        "containerStatuses": [
+            {
+                "name": name,
+                "containerID": container_id,
+                "state": {"running": {"startedAt": rfc3339(time.time() - 5)}},
+                "started": True,
+                "ready": False,
+            }
+        ],
     }
 
 
@@ -518,18 +522,7 @@ def test_a_prober_runs_exec_probes_as_the_runtimes_configured_default_user() -> 
     script = 'test "$(id -u):$(id -g)" = 1234:2345'
     probe = {"exec": {"command": ["sh", "-c", script]}, "periodSeconds": 0.05, "failureThreshold": 1}
     pod = pods.pod([pods.container("c", readinessProbe=probe)], uid="run-as-uid")
-    status = {
-        "phase": "Running",
-        "containerStatuses": [
-            {
-                "name": "c",
-                "containerID": "process://run-as",
-                "state": {"running": {"startedAt": rfc3339(time.time() - 5)}},
-                "started": True,
-                "ready": False,
-            }
-        ],
-    }
+    status = running_for_5s("c", "process://run-as")
     published: list[models.ProbeResult] = []
 
     async def publish(change: models.ProbeResult) -> None:
