@@ -4,7 +4,9 @@
 - `results`: handler outcomes and the results managers (pure)
 - `worker`: one worker's doProbe rules, split around the probe call (pure)
 - `grpc_health`: the gRPC health-check messages (pure)
-- `checks`: the exec / httpGet / tcpSocket / grpc handlers and the retrying runner (I/O)
+- `handler_constants`: the User-Agent and output limit the handlers share (pure)
+- `exec_check`, `http_check`, `tcp_check`, `grpc_check`: the exec / httpGet / tcpSocket / grpc handlers (I/O)
+- `checks`: one attempt of a probe's handler and the retrying runner (I/O)
 - `manager`: `Prober`, one asyncio task per worker, publishing result changes (I/O)
 """
 

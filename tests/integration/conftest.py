@@ -19,7 +19,7 @@ import pytest
 
 from podledger import local
 from podledger.config import Settings
-from tests.support import PodledgerProcess
+from tests.support.processes import PodledgerProcess
 
 _started: list[Any] = []
 

@@ -27,7 +27,10 @@ from podledger.local import free_port
 from podledger.schemas import decode
 from podledger.streams.topics import ensure_topics
 from tests import pods
-from tests.support import create_api_pod, podledger_env, read_topic, wait_for
+from tests.support import wait_for
+from tests.support.kafka import read_topic
+from tests.support.node import create_api_pod
+from tests.support.processes import podledger_env
 
 pytestmark = [pytest.mark.kafka, pytest.mark.kube]
 

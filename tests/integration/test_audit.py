@@ -19,7 +19,9 @@ from podledger.schemas import decode, models
 from podledger.streams.topics import ensure_topics
 from podledger.workload import IngressEvent, produce
 from tests import pods
-from tests.support import podledger_env, read_topic, run_podledger, wait_for
+from tests.support import wait_for
+from tests.support.kafka import read_topic
+from tests.support.processes import podledger_env, run_podledger
 
 pytestmark = pytest.mark.kafka
 

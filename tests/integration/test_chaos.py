@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import run_podledger
+from tests.support.processes import run_podledger
 
 pytestmark = [pytest.mark.kafka, pytest.mark.kube]
 

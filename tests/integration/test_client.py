@@ -23,7 +23,7 @@ from podledger.read.client import (
 )
 from podledger.streams.topics import DAY_MS, ensure_topics
 from tests import pods
-from tests.support import publish_desired, publish_versions
+from tests.support.kafka import publish_desired, publish_versions
 
 pytestmark = pytest.mark.kafka
 

@@ -18,7 +18,10 @@ from podledger.config import Settings
 from podledger.streams.topics import ensure_topics
 from podledger.workload import produce, workload
 from tests.pods import running_status, versioned
-from tests.support import create_api_pod, podledger_env, publish_statuses, read_records, wait_for
+from tests.support import wait_for
+from tests.support.kafka import publish_statuses, read_records
+from tests.support.node import create_api_pod
+from tests.support.processes import podledger_env
 
 pytestmark = pytest.mark.kafka
 

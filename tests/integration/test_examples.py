@@ -17,7 +17,8 @@ import pytest
 from podledger.config import Settings
 from podledger.streams.topics import ensure_topics
 from tests import pods
-from tests.support import REPO_ROOT, PodledgerProcess, publish_desired, publish_versions, start_serve
+from tests.support.kafka import publish_desired, publish_versions
+from tests.support.processes import REPO_ROOT, PodledgerProcess, start_serve
 
 pytestmark = pytest.mark.kafka
 

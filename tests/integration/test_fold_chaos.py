@@ -22,15 +22,10 @@ import pytest
 from podledger.config import Settings
 from podledger.schemas import decode, encode
 from podledger.workload import produce, workload
-from tests.support import (
-    assert_versions_have_no_gaps,
-    history_by_version,
-    offline_fold,
-    podledger_env,
-    read_topic,
-    wait_for,
-    with_topics,
-)
+from tests.support import wait_for
+from tests.support.history import assert_versions_have_no_gaps, history_by_version, offline_fold
+from tests.support.kafka import read_topic, with_topics
+from tests.support.processes import podledger_env
 
 pytestmark = pytest.mark.kafka
 

@@ -17,7 +17,9 @@ from podledger.delivery import DeliveryHealth, OutRecord, deliver_batched
 from podledger.streams.topics import ensure_topics, start_admin
 from podledger.types import INGRESS_TOPICS, Topic
 from podledger.workload import produce, workload
-from tests.support import podledger_env, read_records, refuse_writes, wait_for, wait_for_topic
+from tests.support import wait_for
+from tests.support.kafka import read_records, refuse_writes, wait_for_topic
+from tests.support.processes import podledger_env
 
 pytestmark = pytest.mark.kafka
 

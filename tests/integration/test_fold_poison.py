@@ -15,14 +15,9 @@ from podledger.config import Settings
 from podledger.schemas import decode, encode
 from podledger.streams.topics import ensure_topics
 from podledger.workload import produce, workload
-from tests.support import (
-    assert_versions_have_no_gaps,
-    history_by_version,
-    podledger_env,
-    read_topic,
-    send_raw,
-    wait_for_topic,
-)
+from tests.support.history import assert_versions_have_no_gaps, history_by_version
+from tests.support.kafka import read_topic, send_raw, wait_for_topic
+from tests.support.processes import podledger_env
 
 pytestmark = pytest.mark.kafka
 

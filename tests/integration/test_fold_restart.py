@@ -21,7 +21,9 @@ from podledger.streams.fold import Coordinates, HoldLimits
 from podledger.streams.topics import ensure_topics
 from podledger.types import Topic
 from podledger.workload import IngressEvent, produce, workload
-from tests.support import podledger_env, read_topic, wait_for, wait_for_topic
+from tests.support import wait_for
+from tests.support.kafka import read_topic, wait_for_topic
+from tests.support.processes import podledger_env
 
 pytestmark = pytest.mark.kafka
 

@@ -21,19 +21,11 @@ from podledger.local import free_port
 from podledger.schemas import decode, encode
 from podledger.streams.topics import admin_client
 from podledger.workload import produce, workload
-from tests.support import (
-    assert_versions_have_no_gaps,
-    history_by_version,
-    http_get,
-    offline_fold,
-    podledger_env,
-    prometheus_samples,
-    read_topic,
-    sample_value,
-    wait_for,
-    wait_for_topic,
-    with_topics,
-)
+from tests.support import wait_for
+from tests.support.history import assert_versions_have_no_gaps, history_by_version, offline_fold
+from tests.support.kafka import read_topic, wait_for_topic, with_topics
+from tests.support.metrics import http_get, prometheus_samples, sample_value
+from tests.support.processes import podledger_env
 
 pytestmark = pytest.mark.kafka
 

@@ -33,7 +33,9 @@ from podledger.schemas import decode, models
 from podledger.streams.topics import ensure_topics
 from podledger.types import PodOp, Topic
 from podledger.workload import IngressEvent, PodLife, produce, workload
-from tests.support import podledger_env, read_records, wait_for
+from tests.support import wait_for
+from tests.support.kafka import read_records
+from tests.support.processes import podledger_env
 
 pytestmark = pytest.mark.kafka
 

@@ -20,7 +20,7 @@ from podledger.read.index import RawRecord, SqliteIndex, builder, schema, writes
 from podledger.streams.topics import ensure_topics
 from podledger.types import Topic
 from podledger.workload import workload
-from tests.support import audit_records, fill_audit_index
+from tests.support.audit import audit_records, fill_audit_index
 
 pytestmark = pytest.mark.kafka
 

@@ -33,7 +33,9 @@ from podledger.agents.kube import Kube
 from podledger.kafka_acls import apply_acls, create_acls, start_admin
 from podledger.schemas import decode
 from podledger.streams.topics import ensure_topics
-from tests.support import create_api_pod, pod_status, podledger_env, run_podledger, wait_for
+from tests.support import wait_for
+from tests.support.node import create_api_pod, pod_status
+from tests.support.processes import podledger_env, run_podledger
 
 pytestmark = pytest.mark.kafka
 

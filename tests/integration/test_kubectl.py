@@ -17,14 +17,9 @@ import pytest
 from podledger.config import Settings
 from podledger.streams.topics import ensure_topics
 from tests import pods
-from tests.support import (
-    PodledgerProcess,
-    publish_desired,
-    publish_versions,
-    serve_kubeconfig,
-    start_serve,
-    wait_for,
-)
+from tests.support import wait_for
+from tests.support.kafka import publish_desired, publish_versions
+from tests.support.processes import PodledgerProcess, serve_kubeconfig, start_serve
 
 pytestmark = pytest.mark.kafka
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from podledger import local
-from tests.support import REPO_ROOT, path_with, run_podledger
+from tests.support.processes import REPO_ROOT, path_with, run_podledger
 
 
 def _cache_with_artifacts(tmp_path: Path) -> Path:

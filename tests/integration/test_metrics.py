@@ -20,15 +20,10 @@ from podledger.schemas import models
 from podledger.streams.topics import ensure_topics
 from podledger.types import JSONDict
 from tests import pods
-from tests.support import (
-    PromSamples,
-    http_get,
-    podledger_env,
-    prometheus_samples,
-    publish_versions,
-    sample_value,
-    wait_for,
-)
+from tests.support import wait_for
+from tests.support.kafka import publish_versions
+from tests.support.metrics import PromSamples, http_get, prometheus_samples, sample_value
+from tests.support.processes import podledger_env
 
 pytestmark = pytest.mark.kafka
 

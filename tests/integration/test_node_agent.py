@@ -25,7 +25,9 @@ from podledger.local import alive, free_port
 from podledger.schemas import decode
 from podledger.streams.replay import replay
 from podledger.streams.topics import ensure_topics
-from tests.support import podledger_env, read_topic, wait_for, wait_for_async
+from tests.support import wait_for
+from tests.support.kafka import read_topic
+from tests.support.processes import podledger_env, wait_for_async
 
 pytestmark = pytest.mark.kafka
 

@@ -26,7 +26,9 @@ from podledger.local import alive, free_port
 from podledger.schemas import decode
 from podledger.types import JSONDict
 from tests import pods
-from tests.support import container_status, pod_status, read_topic, start_node, wait_for
+from tests.support import wait_for
+from tests.support.kafka import read_topic
+from tests.support.node import container_status, pod_status, start_node
 
 pytestmark = [pytest.mark.kafka, pytest.mark.kube]
 

@@ -25,14 +25,10 @@ from podledger.schemas import decode, encode, models
 from podledger.streams.topics import ensure_topics
 from podledger.types import JSONDict, LifecycleKind, PodOp, Topic
 from tests import pods
-from tests.support import (
-    RuntimeState,
-    podledger_env,
-    publish_statuses,
-    read_records,
-    run_podledger,
-    wait_for,
-)
+from tests.support import wait_for
+from tests.support.kafka import publish_statuses, read_records
+from tests.support.node import RuntimeState
+from tests.support.processes import podledger_env, run_podledger
 
 pytestmark = [pytest.mark.kafka, pytest.mark.kube]
 

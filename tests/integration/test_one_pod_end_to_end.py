@@ -16,7 +16,9 @@ from podledger.schemas import decode
 from podledger.streams.topics import ensure_topics
 from podledger.types import JSONDict
 from tests import pods
-from tests.support import podledger_env, read_topic, wait_for
+from tests.support import wait_for
+from tests.support.kafka import read_topic
+from tests.support.processes import podledger_env
 
 pytestmark = [pytest.mark.kafka, pytest.mark.kube]
 

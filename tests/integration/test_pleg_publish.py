@@ -18,7 +18,7 @@ from podledger.schemas import decode, models
 from podledger.streams.topics import ensure_topics
 from podledger.types import PlegEventType, Topic
 from tests import pods
-from tests.support import read_topic
+from tests.support.kafka import read_topic
 
 pytestmark = pytest.mark.kafka
 

@@ -19,7 +19,8 @@ import pytest
 from podledger.config import Settings
 from podledger.types import JSONDict
 from tests import pods
-from tests.support import container_status, pod_status, start_node, wait_for
+from tests.support import wait_for
+from tests.support.node import container_status, pod_status, start_node
 
 pytestmark = [pytest.mark.kafka, pytest.mark.kube]
 

@@ -20,7 +20,10 @@ from podledger.config import Settings
 from podledger.streams.topics import ensure_topics
 from podledger.types import JSONDict
 from tests import pods
-from tests.support import http_get, podledger_env, publish_versions, wait_for
+from tests.support import wait_for
+from tests.support.kafka import publish_versions
+from tests.support.metrics import http_get
+from tests.support.processes import podledger_env
 
 pytestmark = pytest.mark.kafka
 

@@ -24,18 +24,11 @@ from podledger.schemas import decode
 from podledger.streams.topics import ensure_topics
 from podledger.types import CONFIG_MIRROR_ANNOTATION, JSONDict
 from tests import pods
-from tests.support import (
-    REPO_ROOT,
-    access_review,
-    apply_object,
-    container_status,
-    create_api_pod,
-    kubeconfig_with_token,
-    podledger_env,
-    read_topic,
-    service_account_token,
-    wait_for,
-)
+from tests.support import wait_for
+from tests.support.kafka import read_topic
+from tests.support.node import container_status, create_api_pod
+from tests.support.processes import REPO_ROOT, podledger_env
+from tests.support.rbac import access_review, apply_object, kubeconfig_with_token, service_account_token
 
 MANIFESTS = REPO_ROOT / "deploy" / "kubernetes"
 NAMESPACE = "podledger"

@@ -18,7 +18,9 @@ from podledger.streams.topics import ensure_topics
 from podledger.types import CONFIG_MIRROR_ANNOTATION, JSONDict
 from tests import pods
 from tests.pods import API_TIME, api_condition, running_status, versioned
-from tests.support import create_api_pod, publish_statuses, read_topic, wait_for
+from tests.support import wait_for
+from tests.support.kafka import publish_statuses, read_topic
+from tests.support.node import create_api_pod
 
 pytestmark = [pytest.mark.kafka, pytest.mark.kube]
 

@@ -16,7 +16,9 @@ from podledger.config import Settings
 from podledger.streams.topics import ensure_topics
 from podledger.types import JSONDict
 from tests.pods import running_status, versioned
-from tests.support import create_api_pod, publish_statuses, read_topic, wait_for
+from tests.support import wait_for
+from tests.support.kafka import publish_statuses, read_topic
+from tests.support.node import create_api_pod
 
 pytestmark = [pytest.mark.kafka, pytest.mark.kube]
 

@@ -18,7 +18,8 @@ from podledger.agents.kube_client import KubeError
 from podledger.config import Settings
 from podledger.local import alive
 from podledger.types import JSONDict
-from tests.support import container_status, start_node, wait_for
+from tests.support import wait_for
+from tests.support.node import container_status, start_node
 
 pytestmark = [pytest.mark.kafka, pytest.mark.kube]
 

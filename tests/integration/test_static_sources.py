@@ -18,7 +18,8 @@ from podledger.config import Settings
 from podledger.schemas import decode
 from podledger.streams.topics import ensure_topics
 from tests import pods
-from tests.support import read_topic, wait_for
+from tests.support import wait_for
+from tests.support.kafka import read_topic
 
 pytestmark = pytest.mark.kafka
 

@@ -33,15 +33,10 @@ from podledger.streams.replay import replay
 from podledger.streams.topics import ensure_topics
 from podledger.types import Topic
 from podledger.workload import IngressEvent
-from tests.support import (
-    REPO_ROOT,
-    PodledgerProcess,
-    fill_audit_index,
-    http_get,
-    pod_stories,
-    podledger_env,
-    wait_for,
-)
+from tests.support import wait_for
+from tests.support.audit import fill_audit_index, pod_stories
+from tests.support.metrics import http_get
+from tests.support.processes import REPO_ROOT, PodledgerProcess, podledger_env
 
 T0 = 1_780_000_000_000
 MARKUP_NAME = '<script>document.title="owned"</script><img src=x onerror="document.title=1">'

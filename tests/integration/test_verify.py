@@ -26,7 +26,9 @@ from podledger.kafka import new_consumer
 from podledger.schemas import chain
 from podledger.streams.topics import ensure_topics
 from podledger.workload import produce, workload
-from tests.support import podledger_env, read_records, run_podledger, wait_for
+from tests.support import wait_for
+from tests.support.kafka import read_records
+from tests.support.processes import podledger_env, run_podledger
 
 pytestmark = pytest.mark.kafka
 

@@ -30,14 +30,9 @@ from podledger.schemas.cloud_events import rfc3339_ms
 from podledger.streams.topics import TOPICS, ensure_topics, start_admin, topic_configs
 from podledger.types import Topic
 from podledger.workload import IngressEvent, PodLife, workload
-from tests.support import (
-    PodledgerProcess,
-    podledger_env,
-    read_records,
-    serve_kubeconfig,
-    start_serve,
-    wait_for,
-)
+from tests.support import wait_for
+from tests.support.kafka import read_records
+from tests.support.processes import PodledgerProcess, podledger_env, serve_kubeconfig, start_serve
 
 pytestmark = pytest.mark.kafka
 

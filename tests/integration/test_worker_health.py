@@ -19,16 +19,10 @@ from podledger.config import Settings
 from podledger.streams.topics import ensure_topics
 from podledger.types import Topic
 from podledger.workload import produce, workload
-from tests.support import (
-    assert_versions_have_no_gaps,
-    history_by_version,
-    podledger_env,
-    read_records,
-    read_topic,
-    refuse_writes,
-    wait_for,
-    wait_for_topic,
-)
+from tests.support import wait_for
+from tests.support.history import assert_versions_have_no_gaps, history_by_version
+from tests.support.kafka import read_records, read_topic, refuse_writes, wait_for_topic
+from tests.support.processes import podledger_env
 
 pytestmark = pytest.mark.kafka
 

@@ -20,7 +20,7 @@ from podledger.schemas import encode
 from podledger.streams.replay import replay
 from podledger.types import Topic
 from podledger.workload import workload
-from tests.support import audit_records, fill_audit_index
+from tests.support.audit import audit_records, fill_audit_index
 
 
 @pytest.fixture

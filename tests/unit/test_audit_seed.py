@@ -20,7 +20,7 @@ from podledger.streams.fold import Coordinates, PodRecord, fold_event
 from podledger.types import Topic
 from podledger.workload import IngressEvent, make_pod, workload
 from tests import pods
-from tests.support import fill_audit_index
+from tests.support.audit import fill_audit_index
 
 NODE = "node-000"
 T0 = 1_714_572_000_000

@@ -12,7 +12,7 @@ import pytest
 
 from podledger import local
 from podledger.cli import build_parser
-from tests.support import path_with, run_podledger
+from tests.support.processes import path_with, run_podledger
 
 SUBCOMMANDS = [
     "run",

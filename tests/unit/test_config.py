@@ -6,7 +6,7 @@ import pytest
 
 from podledger.config import Settings
 from podledger.errors import UserError
-from tests.support import run_podledger
+from tests.support.processes import run_podledger
 
 
 @pytest.mark.parametrize(

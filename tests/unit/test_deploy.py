@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from podledger.config import ENV_PREFIX, Settings
-from tests.support import REPO_ROOT
+from tests.support.processes import REPO_ROOT
 
 DEPLOY = REPO_ROOT / "deploy"
 

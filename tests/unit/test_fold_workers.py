@@ -17,7 +17,8 @@ import pytest
 from podledger.config import Settings
 from podledger.errors import UserError
 from podledger.workers import Backoff, check_workers, restart_delay, worker_env
-from tests.support import run_podledger, wait_for
+from tests.support import wait_for
+from tests.support.processes import run_podledger
 
 BACKOFF = Backoff(first_s=1.0, max_s=30.0, healthy_after_s=60.0)
 

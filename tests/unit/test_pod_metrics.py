@@ -16,7 +16,7 @@ from podledger.read.metrics.pods import PodMetrics
 from podledger.schemas import models
 from podledger.types import JSONDict
 from tests import pods
-from tests.support import PromSamples, prometheus_samples, sample_value
+from tests.support.metrics import PromSamples, prometheus_samples, sample_value
 
 POD = pods.pod(("main",), name="web", namespace="shop", uid="uid-web")
 NODE = "node-a"

@@ -23,15 +23,19 @@ import grpc.aio
 import pytest
 
 from podledger.agents.prober import CheckResult, Prober
-from podledger.agents.prober.checks import exec_check, grpc_check, http_get_check, run_check, tcp_check
+from podledger.agents.prober.checks import run_check
+from podledger.agents.prober.exec_check import exec_check
+from podledger.agents.prober.grpc_check import grpc_check
 from podledger.agents.prober.grpc_health import decode_health_response, encode_health_request
+from podledger.agents.prober.http_check import http_get_check
 from podledger.agents.prober.specs import expand_command, resolve_port
+from podledger.agents.prober.tcp_check import tcp_check
 from podledger.local import free_port
 from podledger.schemas import decode, encode, models
 from podledger.streams.status import rfc3339
 from podledger.types import ProbeResult, ProbeType
 from tests import pods
-from tests.support import wait_for_async
+from tests.support.processes import wait_for_async
 
 # A self-signed certificate for the HTTPS case (probes never verify certificates).
 TEST_CERT = """-----BEGIN CERTIFICATE-----

@@ -30,7 +30,7 @@ from podledger.schemas import decode, encode, models
 from podledger.streams.status import apply_probe_results, rfc3339
 from podledger.types import JSONDict, ProbeResult, ProbeType
 from tests import pods
-from tests.support import wait_for_async
+from tests.support.processes import wait_for_async
 
 NOW = 1_800_000_000.0
 UID = "pod-uid-1"

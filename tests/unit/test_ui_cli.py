@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import run_podledger
+from tests.support.processes import run_podledger
 
 
 def one_line_error(*args: str, env: dict[str, str] | None = None) -> str:

@@ -17,7 +17,8 @@ from podledger.read.index import SqliteIndex
 from podledger.read.ui.guard import Listen
 from podledger.read.ui.server import IndexReader, Ui, run_ui
 from podledger.streams.fold import DEFAULT_HOLD
-from tests.support import fill_audit_index, pod_stories, wait_for
+from tests.support import wait_for
+from tests.support.audit import fill_audit_index, pod_stories
 
 T0 = 1_780_000_000_000
 

@@ -13,7 +13,7 @@ from podledger.read.audit import queries
 from podledger.read.audit.parse import PodRef
 from podledger.read.index import SqliteIndex
 from podledger.read.ui import timeline as tl
-from tests.support import fill_audit_index, pod_stories
+from tests.support.audit import fill_audit_index, pod_stories
 
 T0 = 1_780_000_000_000
 

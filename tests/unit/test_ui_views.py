@@ -12,7 +12,7 @@ from podledger.read.audit.parse import PodRef
 from podledger.read.index import PodIdentity, SqliteIndex
 from podledger.read.ui import catalog, views
 from podledger.read.ui.guard import Listen, host_allowed, parse_listen
-from tests.support import fill_audit_index, pod_stories
+from tests.support.audit import fill_audit_index, pod_stories
 
 T0 = 1_780_000_000_000
 

@@ -16,7 +16,7 @@ from podledger.schemas.chain import GENESIS, Verdict
 from podledger.streams.batch import BatchFold, seal
 from podledger.streams.fold import RULES_VERSION, Coordinates, HoldLimits
 from podledger.workload import workload
-from tests.support import run_podledger
+from tests.support.processes import run_podledger
 
 T0 = 1_700_000_000_000
 Record = tuple[bytes, bytes | None, list[tuple[str, bytes]]]
