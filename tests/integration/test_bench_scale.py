@@ -61,7 +61,8 @@ def test_bench_fold_measures_latency_at_half_the_drained_rate(kafka_bootstrap: s
     result = bench(kafka_bootstrap, "fold", "--pods", "200", "--events", "2000", "--latency-seconds", "2")
     figures = dict(pair.split("=") for pair in result.stdout.strip().splitlines()[-1].split()[1:])
     drained, offered = float(figures["events_per_s"]), int(figures["latency_rate"])
-    assert offered == max(int(drained / 2), 1)  # the default --rate: half of what the backlog drained at
+    # The default --rate: half of what the backlog drained at (the line prints that rate rounded).
+    assert offered in {max(int((drained + d) / 2), 1) for d in (-0.5, 0.0, 0.5)}
     # Every version of the phase's events was measured, from a pod-status record the worker wrote.
     p50, p99 = float(figures["p50_ms"]), float(figures["p99_ms"])
     assert 0 <= p50 <= p99
