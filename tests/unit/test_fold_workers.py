@@ -98,29 +98,40 @@ def test_run_refuses_workers_it_cannot_run(args: list[str], env: dict[str, str],
 
 
 # A stand-in fold worker: says hello with its data directory, counts its starts in a file, and
-# ends as the test's EXIT_PLAN says for that start (a number: exit with it; "wait": until SIGTERM).
+# ends as the test's EXIT_PLAN says for that start (a number: exit with it; "N@ready": exit with N
+# once every other worker is waiting; "wait": until SIGTERM or SIGINT).
 CHILD = textwrap.dedent(
     """
     import os, pathlib, signal, sys, time
     data = os.environ["PODLEDGER_DATA_DIR"]
     index = int(data.rsplit("-", 1)[1])
-    starts = pathlib.Path(os.environ["STARTS_DIR"]) / f"worker-{index}"
+    starts_dir = pathlib.Path(os.environ["STARTS_DIR"])
+    starts = starts_dir / f"worker-{index}"
     with starts.open("a") as f:
         f.write("start\\n")
     start = len(starts.read_text().splitlines())
-    print(f"hello from {data} start {start}", flush=True)
-    print("to stderr", file=sys.stderr, flush=True)
-    plan = os.environ["EXIT_PLAN"].split(";")[index].split(",")
+    plans = os.environ["EXIT_PLAN"].split(";")
+    plan = plans[index].split(",")
     step = plan[min(start, len(plan)) - 1]
-    if step != "wait":
-        sys.exit(int(step))
     def bye(signum, frame):
         print(f"bye on {signal.Signals(signum).name}", flush=True)
         sys.exit(0)
-    signal.signal(signal.SIGTERM, bye)
-    signal.signal(signal.SIGINT, bye)
-    while True:
-        time.sleep(0.1)
+    if step == "wait":  # able to say bye before its hello, which the tests wait for to signal
+        signal.signal(signal.SIGTERM, bye)
+        signal.signal(signal.SIGINT, bye)
+    print(f"hello from {data} start {start}", flush=True)
+    print("to stderr", file=sys.stderr, flush=True)
+    if step == "wait":
+        (starts_dir / f"ready-{index}").touch()
+        while True:
+            time.sleep(0.1)
+    code, _, when = step.partition("@")
+    if when == "ready":  # exit only once every other worker can take a signal
+        others = [starts_dir / f"ready-{i}" for i in range(len(plans)) if i != index]
+        deadline = time.monotonic() + 20
+        while not all(p.exists() for p in others) and time.monotonic() < deadline:
+            time.sleep(0.01)
+    sys.exit(int(code))
     """
 )
 
@@ -205,7 +216,7 @@ def test_a_worker_that_exits_is_started_again_with_back_off(tmp_path: Path) -> N
 
 
 def test_a_configuration_error_stops_every_worker_and_exits_2(tmp_path: Path) -> None:
-    sup = Supervised(tmp_path, 2, "wait;2")
+    sup = Supervised(tmp_path, 2, "wait;2@ready")
     assert sup.finish() == 2, sup.output()
     out = sup.output()
     assert "worker=0 bye on SIGTERM" in out
