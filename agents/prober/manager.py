@@ -26,7 +26,7 @@ from podledger.agents.prober.specs import (
     workers_for_pod,
 )
 from podledger.agents.prober.worker import ProbeWorkerState, ResultOp, after_probe, apply_ops, before_probe
-from podledger.agents.runtime.process_spec import DEFAULT_RUN_AS_ID, POD_IP, requested_ids
+from podledger.agents.runtime.process_spec import DEFAULT_RUN_AS_ID, POD_IP, run_as_ids
 from podledger.logs import PodLogger, pod_ref_of
 from podledger.schemas import models
 from podledger.types import JSONDict, ProbeResult, ProbeType
@@ -343,10 +343,6 @@ def with_run_as(pod: JSONDict, container: JSONDict, default_ids: tuple[int, int]
     runtime's defaults for a pod that sets none (Settings.runtime_default_uid and _gid), exactly as
     the process runtime starts it. An exec probe runs as its container does, never as the agent,
     nor as another unprivileged user than the container's."""
-    uid, gid = requested_ids(pod, container)
-    own = {
-        **(container.get("securityContext") or {}),
-        "runAsUser": default_ids[0] if uid is None else uid,
-        "runAsGroup": default_ids[1] if gid is None else gid,
-    }
+    uid, gid = run_as_ids(pod, container, default_ids)
+    own = {**(container.get("securityContext") or {}), "runAsUser": uid, "runAsGroup": gid}
     return {**container, "securityContext": own}

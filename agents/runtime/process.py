@@ -57,6 +57,7 @@ from podledger.agents.runtime.process_spec import (
     container_argv,
     container_env,
     requested_ids,
+    run_as_ids,
 )
 from podledger.agents.runtime.process_state import (
     ContainerState,
@@ -198,10 +199,9 @@ class ProcessRuntime:
 
     def _run_as(self, pod: JSONDict, container: JSONDict) -> tuple[int, int] | None:
         """(uid, gid) to start the container as, or None when the agent cannot switch (it is not root)."""
-        uid, gid = requested_ids(pod, container)
         if self._switch_ids:
-            default_uid, default_gid = self._default_ids
-            return (default_uid if uid is None else uid, default_gid if gid is None else gid)
+            return run_as_ids(pod, container, self._default_ids)
+        uid, gid = requested_ids(pod, container)
         if (uid is not None and uid != os.getuid()) or (gid is not None and gid != os.getgid()):
             meta = pod.get("metadata") or {}
             pod_logger(log, meta.get("namespace"), meta.get("name"), meta.get("uid")).warning(

@@ -22,6 +22,7 @@ __all__ = [
     "container_env",
     "pod_hostname",
     "requested_ids",
+    "run_as_ids",
 ]
 
 POD_IP = "127.0.0.1"  # processes share the host network, so every pod is reachable on loopback
@@ -60,6 +61,13 @@ def requested_ids(pod: JSONDict, container: JSONDict) -> tuple[int | None, int |
     if pick("runAsNonRoot") is True and ids[0] == 0:
         raise ValueError(f"container {name!r}: its runAsUser 0 breaks the runAsNonRoot policy")
     return ids[0], ids[1]
+
+
+def run_as_ids(pod: JSONDict, container: JSONDict, default_ids: tuple[int, int]) -> tuple[int, int]:
+    """(uid, gid) a root agent runs the container, and its exec probes, as: what it asks for
+    (`requested_ids`), else `default_ids` (Settings.runtime_default_uid and _gid)."""
+    uid, gid = requested_ids(pod, container)
+    return (default_ids[0] if uid is None else uid, default_ids[1] if gid is None else gid)
 
 
 def pod_hostname(pod: JSONDict) -> str:
