@@ -8,12 +8,13 @@ CACHE ?= $(HOME)/.cache/podledger
 export PIP_CACHE_DIR ?= $(CACHE)/pip
 export PIP_DISABLE_PIP_VERSION_CHECK = 1
 BIN := $(VENV)/bin
+FOLDCORE := $(BIN)/podledger-foldcore
 PYTEST_ARGS ?=
 SHELL := /bin/bash
 
-.PHONY: demo test lint typecheck layers analysis-tree install fetch os-tools clean
+.PHONY: demo test lint typecheck layers analysis-tree install fetch os-tools clean foldcore-test
 
-install: $(VENV)/.installed
+install: $(VENV)/.installed $(FOLDCORE)
 
 $(VENV)/.installed: pyproject.toml deploy/constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "podledger needs Python >= 3.11: set PYTHON=python3.11")'
@@ -21,6 +22,21 @@ $(VENV)/.installed: pyproject.toml deploy/constraints.txt
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -c deploy/constraints.txt -e '.[test]'
 	@touch $@
+
+# The native fold core (streams/foldcore/, Go, standard library only): `podledger fold` runs it
+# where it covers the input, and the Python fold everywhere else, so without Go podledger still works.
+FOLDCORE_SOURCES := $(shell find streams/foldcore -name '*.go' ! -name '*_test.go') streams/foldcore/go.mod
+$(FOLDCORE): $(VENV)/.installed $(FOLDCORE_SOURCES)
+	@if command -v go >/dev/null 2>&1; then \
+	  cd streams/foldcore && CGO_ENABLED=0 go build -trimpath -buildvcs=false -o $(CURDIR)/$@ ./cmd/podfold; \
+	else \
+	  echo "Go not found: podledger fold folds in Python (install Go to build the native fold core)"; \
+	fi
+
+# The fold core's own tests and checks (the tests comparing it with the Python fold are in tests/).
+foldcore-test: install
+	@cd streams/foldcore && test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: the files above"; exit 1; }
+	cd streams/foldcore && go vet ./... && go test -count=1 ./...
 
 # The Kafka broker jars, etcd and kube-apiserver, resolved and built once into the cache.
 fetch: install
@@ -66,7 +82,7 @@ layers: analysis-tree
 # Both halves at once: the unit half (CPU-bound fuzzers, niced) beside the integration half (which
 # mostly waits on the broker and the apiserver); the unit log is printed after. With PYTEST_ARGS,
 # one plain pytest run of what they name.
-test: install fetch os-tools lint
+test: install fetch os-tools lint foldcore-test
 ifeq ($(strip $(PYTEST_ARGS)),)
 	@mkdir -p .test-logs; \
 	nice -n 10 $(BIN)/pytest tests/unit > .test-logs/unit.log 2>&1 & unit=$$!; \

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
-from podledger.bench.floor import fan_out, offline_floor, raw_floor
+from podledger.bench.floor import fan_out, raw_floor
 from podledger.bench.harness import (
     bench_settings,
     machine,
@@ -25,15 +25,14 @@ from podledger.bench.harness import (
     topic_count,
     worker_gc,
 )
+from podledger.bench.offline import bench_offline
 from podledger.config import Settings
 from podledger.errors import UserError
-from podledger.heap import long_lived_heap
 from podledger.keys import Signer
 from podledger.local.processes import free_port
 from podledger.partitioner import partition_for_node
 from podledger.schemas import decode, encode
 from podledger.schemas.origin import derive_keys, verify
-from podledger.streams.replay import replay
 from podledger.streams.topics import ensure_topics
 from podledger.types import Topic
 from podledger.workload import IngressEvent, produce, workload
@@ -44,7 +43,10 @@ class FoldFigures:
     events_per_s: float = 0.0
     p50_ms: float = float("nan")
     p99_ms: float = float("nan")
-    offline_events_per_s: float = 0.0
+    offline_events_per_s: float = 0.0  # `podledger fold`: the native core where it covers the input
+    offline_python_events_per_s: float = 0.0  # the Python fold (streams/replay.py)
+    offline_core_events_per_s: float = float("nan")  # the native fold core (streams/foldcore/)
+    offline_identical: int = -1  # the core's history byte for byte Python's: 1 yes, 0 no, -1 no core
     offline_floor_events_per_s: float = 0.0  # offline, inputs read and outputs written, no fold
     raw_events_per_s: float = 0.0
     floor_events_per_s: float = 0.0  # the raw loop producing the fold's output volume
@@ -74,6 +76,9 @@ class FoldFigures:
             f" gc_full_passes={self.gc_full_passes} gc_longest_ms={self.gc_longest_ms:.1f}"
             f" latency_rate={self.latency_rate}"
             f" offline_floor_events_per_s={self.offline_floor_events_per_s:.0f}"
+            f" offline_python_events_per_s={self.offline_python_events_per_s:.0f}"
+            f" offline_core_events_per_s={self.offline_core_events_per_s:.0f}"
+            f" offline_identical={self.offline_identical}"
         )
 
 
@@ -124,15 +129,12 @@ def bench_fold(
         figures.events_per_s_n = scale_out(base, backlog, partitions, workers)
         say(f"pipeline with {workers} workers: {figures.events_per_s_n:.0f} events/s")
 
-    lines = [encode(e.value) for e in backlog]
-    with long_lived_heap():  # as `podledger fold` folds; the backlog is frozen with the rest
-        t = time.monotonic()
-        outputs = list(replay(lines))
-        figures.offline_events_per_s = len(lines) / (time.monotonic() - t)
-        say(f"offline fold: {figures.offline_events_per_s:.0f} events/s ({len(outputs)} outputs)")
-        figures.offline_floor_events_per_s = offline_floor(lines, outputs)
-        say(f"offline floor: {figures.offline_floor_events_per_s:.0f} events/s")
-        del outputs
+    offline = bench_offline([encode(e.value) for e in backlog], base.fold_core)
+    figures.offline_events_per_s = offline.events_per_s
+    figures.offline_python_events_per_s = offline.python_events_per_s
+    figures.offline_core_events_per_s = offline.core_events_per_s
+    figures.offline_identical = offline.identical
+    figures.offline_floor_events_per_s = offline.floor_events_per_s
 
     figures.raw_events_per_s = asyncio.run(raw_floor(settings, len(backlog)))
     say(f"raw aiokafka floor: {figures.raw_events_per_s:.0f} events/s")
@@ -304,6 +306,12 @@ def print_fold(figures: FoldFigures, *, pods: int, events: int, partitions: int)
     )
     print(f"offline fold (same messages):       {figures.offline_events_per_s:,.0f} events/s")
     print(
+        f"  Python fold {figures.offline_python_events_per_s:,.0f}, native core"
+        f" {figures.offline_core_events_per_s:,.0f} events/s"
+        f" ({figures.offline_core_events_per_s / figures.offline_python_events_per_s:.1f}x;"
+        f" history byte for byte Python's: {_IDENTICAL[figures.offline_identical]})"
+    )
+    print(
         f"offline floor (read, write, no fold): {figures.offline_floor_events_per_s:,.0f} events/s"
         f"  (the fold {_ratio(figures.offline_floor_events_per_s, figures.offline_events_per_s)})"
     )
@@ -331,6 +339,9 @@ def print_fold(figures: FoldFigures, *, pods: int, events: int, partitions: int)
         f" verify {figures.verify_us:.1f} us"
     )
     print(figures.line())
+
+
+_IDENTICAL = {1: "yes", 0: "NO", -1: "no core installed"}
 
 
 def _ratio(floor: float, measured: float) -> str:

@@ -47,7 +47,8 @@ def test_bench_fold_with_workers_keeps_its_keys_and_adds_the_scaling(kafka_boots
         rf"fold events_per_s={n} p50_ms=nan p99_ms=nan offline_events_per_s={n} raw_events_per_s={n}"
         rf" floor_events_per_s={n} rss_mb={n} sign_us={n} verify_us={n} workers=2 events_per_s_n={n}"
         rf" events_per_cpu_s=(\d+|nan) gc_full_passes=(\d+) gc_longest_ms={n} latency_rate=0"
-        rf" offline_floor_events_per_s=[1-9]\d*",
+        rf" offline_floor_events_per_s=[1-9]\d* offline_python_events_per_s=[1-9]\d*"
+        rf" offline_core_events_per_s=[1-9]\d* offline_identical=1",
         last,
     )
     assert match, result.stdout

@@ -1,0 +1,62 @@
+// Command podfold is the native fold core of `podledger fold`: JSON lines of journal entries or
+// ingress values in (a file, or standard input), pod-status-history values out on standard output,
+// byte for byte what the Python fold prints. Its last line on standard error is a JSON summary.
+//
+// Exit status 3 means the input holds something this port does not cover (a line the fold would
+// dead-letter, events held for a pod not announced yet, a float, ...): the caller discards the
+// output and folds the input with the Python fold.
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"podledger/foldcore"
+)
+
+const exitGaveUp = 3
+
+func main() {
+	progress := flag.Bool("progress", false, "report progress on standard error every 100,000 lines")
+	flag.Usage = func() { fmt.Fprintln(os.Stderr, "usage: podfold [--progress] [FILE]") }
+	flag.Parse()
+	var in io.Reader = os.Stdin
+	if flag.NArg() > 1 {
+		flag.Usage()
+		os.Exit(2)
+	}
+	if flag.NArg() == 1 && flag.Arg(0) != "-" {
+		file, err := os.Open(flag.Arg(0))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "podfold:", err)
+			os.Exit(1)
+		}
+		defer file.Close()
+		in = file
+	}
+	started := time.Now()
+	var report func(int64)
+	if *progress {
+		report = func(lines int64) { fmt.Fprintf(os.Stderr, "podfold: %d lines ...\n", lines) }
+	}
+	stats, err := foldcore.Replay(in, os.Stdout, report)
+	var gaveUp *foldcore.GaveUp
+	if errors.As(err, &gaveUp) {
+		fmt.Fprintln(os.Stderr, "podfold: not covered:", gaveUp.Error())
+		os.Exit(exitGaveUp)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "podfold:", err)
+		os.Exit(1)
+	}
+	summary, _ := json.Marshal(struct {
+		foldcore.Stats
+		Seconds float64 `json:"seconds"`
+	}{stats, time.Since(started).Seconds()})
+	fmt.Fprintln(os.Stderr, string(summary))
+}

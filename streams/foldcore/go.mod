@@ -1,0 +1,3 @@
+module podledger/foldcore
+
+go 1.26

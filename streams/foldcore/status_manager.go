@@ -1,0 +1,289 @@
+package foldcore
+
+// The status manager's rules (streams/status_manager.py, the kubelet's pkg/kubelet/status):
+// SetPodStatus is updateStatusInternal, TerminatePodStatus is TerminatePod's status rewrite.
+
+// smTransitionTimed are the condition types whose lastTransitionTime the status manager keeps
+// (updateLastTransitionTime).
+var smTransitionTimed = func() map[string]bool {
+	set := map[string]bool{"PodHasNetwork": true}
+	for kind := range KubeletOwnedConditions {
+		set[kind] = true
+	}
+	for kind := range SharedConditions {
+		set[kind] = true
+	}
+	return set
+}()
+
+// SetPodStatus is set_pod_status (updateStatusInternal) for a freshly generated status new, which
+// it takes over: it may change new, its lists, container statuses and conditions in place, never
+// what lies below them, and never cached. It returns the status to store under newVersion, or a
+// nil status (and the old version) when nothing changed or the update is an illegal container
+// state transition. built says new is GenerateAPIStatus's: over a canonical old status only its
+// conditions and container states need making canonical; otherwise the whole status is.
+func SetPodStatus(pod, cached *Obj, version int64, new *Obj, now string, force, built bool) (status *Obj, newVersion int64) {
+	old := cached
+	if old == nil {
+		old = asObj(pod.Get("status"), "pod status")
+		if old == nil {
+			old = NewObj(0)
+		}
+	}
+	if illegalTransition(old, new, pod) {
+		return nil, version
+	}
+	status = new
+	if built && (cached != nil || isCanonical(old)) {
+		if conditions, ok := status.Lookup("conditions"); ok {
+			list, isList := conditions.([]any)
+			if !isList {
+				unsupported("generated conditions are a %T", conditions)
+			}
+			status.Set("conditions", canonicalConditions(old, list, now))
+		}
+		start := old.Get("startTime")
+		if !Truthy(start) {
+			start = status.Get("startTime")
+		}
+		if !Truthy(start) {
+			start = now
+		}
+		status.Set("startTime", truncateTime(start))
+		normalizeGenerated(pod, status)
+	} else {
+		updateLastTransitionTimes(old, status, now)
+		if start := old.Get("startTime"); Truthy(start) {
+			status.Set("startTime", start)
+		} else if !Truthy(status.Get("startTime")) {
+			status.Set("startTime", now)
+		}
+		status = semanticObj(normalizeInPlace(pod, status))
+		for _, item := range asList(status.Get("conditions"), "conditions") {
+			objItem(item, "conditions").SetDefault("lastProbeTime", nil) // as the API shows it
+		}
+	}
+	if cached != nil && !force && kubeletEqualCanonical(cached, status) {
+		return nil, version
+	}
+	return status, addOne(version)
+}
+
+// illegalTransition is check_container_state_transition returning an error: a container that may
+// not restart (by the pod's restart policy) left its terminated state, or the init container
+// statuses do not match the spec.
+func illegalTransition(old, new, pod *Obj) bool {
+	policy := RestartPolicy(pod)
+	if policy == "Always" {
+		return false
+	}
+	mayNotRestart := func(status *Obj) bool {
+		if StateOf(status) != "terminated" {
+			return false
+		}
+		code := smExitCode(asObj(status.Get("state"), "container state").Get("terminated"))
+		return !(code != 0 && policy == "OnFailure")
+	}
+	newRegular := statusesOf(new.Get("containerStatuses"), "containerStatuses")
+	for _, item := range asList(old.Get("containerStatuses"), "containerStatuses") {
+		status := asObj(item, "container status")
+		if mayNotRestart(status) && StateOf(smNamedOr(newRegular, status)) != "terminated" {
+			return true
+		}
+	}
+	specInit := asList(asObj(pod.Get("spec"), "spec").Get("initContainers"), "initContainers")
+	oldInit := asList(old.Get("initContainerStatuses"), "initContainerStatuses")
+	newInit := statusesOf(new.Get("initContainerStatuses"), "initContainerStatuses")
+	for i, item := range oldInit {
+		status := objItem(item, "initContainerStatuses")
+		name, ok := status.Lookup("name")
+		if !ok {
+			unsupported("an init container status has no name")
+		}
+		if i >= len(specInit) {
+			return true // a status the spec does not have
+		}
+		container := objItem(specInit[i], "initContainers")
+		specName, found := container.Lookup("name")
+		if !found {
+			unsupported("an init container has no name")
+		}
+		if !Equal(specName, name) {
+			return true
+		}
+		if IsSidecar(container) {
+			continue
+		}
+		if mayNotRestart(status) && StateOf(smNamedOr(newInit, status)) != "terminated" {
+			return true
+		}
+	}
+	return false
+}
+
+// smNamedOr is {s["name"]: s for s in list}.get(status["name"], status).
+func smNamedOr(list []*Obj, status *Obj) *Obj {
+	name, ok := status.Lookup("name")
+	if !ok {
+		unsupported("a container status has no name")
+	}
+	s, isStr := name.(string)
+	if !isStr {
+		unsupported("a container status has a %T name", name)
+	}
+	if found := lastNamed(list, s); found != nil {
+		return found
+	}
+	return status
+}
+
+// smExitCode is int(terminated.get("exitCode", 0)) for a terminated state Python reads with .get.
+func smExitCode(terminated any) int64 {
+	t, ok := terminated.(*Obj)
+	if !ok || t == nil {
+		unsupported("terminated state is a %T", terminated)
+	}
+	code, found := t.Lookup("exitCode")
+	if !found {
+		return 0
+	}
+	return PyInt(code)
+}
+
+// kubeletEqualCanonical is _kubelet_equal_canonical: is_pod_status_by_kubelet_equal for two
+// canonical statuses, where plain equality suffices. The rest of the status goes first: it tells
+// most changes apart in one comparison.
+func kubeletEqualCanonical(old, new *Obj) bool {
+	// {**old, "conditions": new["conditions"]} (or old without conditions) == new, without the copy.
+	size := old.Len()
+	if new.Has("conditions") != old.Has("conditions") {
+		if new.Has("conditions") {
+			size++
+		} else {
+			size--
+		}
+	}
+	if size != new.Len() {
+		return false
+	}
+	values := new.Values()
+	for i, key := range new.Keys() {
+		if key == "conditions" {
+			continue // new's own conditions on both sides
+		}
+		if v, ok := old.Lookup(key); !ok || !Equal(v, values[i]) {
+			return false
+		}
+	}
+	return ownedConditionsMatch(old, new)
+}
+
+// ownedConditionsMatch is _owned_conditions_match: every kubelet-owned or shared condition of new
+// is in old with the same status, reason and message (times are ignored).
+func ownedConditionsMatch(old, new *Obj) bool {
+	oldConditions := conditionsOf(old)
+	for _, item := range asList(new.Get("conditions"), "conditions") {
+		cond := objItem(item, "conditions")
+		kind := cond.Get("type")
+		if !InConditionSet(KubeletOwnedConditions, kind) && !InConditionSet(SharedConditions, kind) {
+			continue
+		}
+		before := lastOfType(oldConditions, kind.(string))
+		if before != nil && Equal(before, cond) {
+			continue
+		}
+		if before == nil {
+			return false
+		}
+		for _, field := range [...]string{"status", "reason", "message"} {
+			if !Equal(smGetOr(before, field, ""), smGetOr(cond, field, "")) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// smGetOr is Python's o.get(key, fallback).
+func smGetOr(o *Obj, key string, fallback any) any {
+	if v, ok := o.Lookup(key); ok {
+		return v
+	}
+	return fallback
+}
+
+// conditionsOf is a status's conditions, each an object with a hashable type; lastOfType reads
+// them as {c.get("type"): c for c in conditions}.
+func conditionsOf(status *Obj) []*Obj {
+	items := asList(status.Get("conditions"), "conditions")
+	if len(items) == 0 {
+		return nil
+	}
+	out := make([]*Obj, len(items))
+	for i, item := range items {
+		out[i] = objItem(item, "conditions")
+		checkHashable(out[i].Get("type"), "a condition type")
+	}
+	return out
+}
+
+// lastOfType is the last condition of type kind, or nil.
+func lastOfType(conditions []*Obj, kind string) *Obj {
+	for i := len(conditions) - 1; i >= 0; i-- {
+		if t, ok := conditions[i].Get("type").(string); ok && t == kind {
+			return conditions[i]
+		}
+	}
+	return nil
+}
+
+// updateLastTransitionTimes is update_last_transition_times, in place on new's conditions: a
+// condition keeps its old time while its status stays; otherwise it gets now.
+func updateLastTransitionTimes(old, new *Obj, now string) {
+	oldConditions := conditionsOf(old)
+	for _, item := range asList(new.Get("conditions"), "conditions") {
+		cond := objItem(item, "conditions")
+		if !InConditionSet(smTransitionTimed, cond.Get("type")) {
+			continue
+		}
+		cond.SetDefault("lastProbeTime", nil)
+		cond.Set("lastTransitionTime", transitionTime(oldConditions, cond, now))
+	}
+}
+
+// transitionTime is _transition_time for a condition of a timed (string) type.
+func transitionTime(oldConditions []*Obj, cond *Obj, now string) any {
+	previous := lastOfType(oldConditions, cond.Get("type").(string))
+	if previous != nil && Equal(previous.Get("status"), cond.Get("status")) {
+		if kept := previous.Get("lastTransitionTime"); Truthy(kept) {
+			return kept
+		}
+	}
+	return now
+}
+
+// canonicalConditions is _canonical_conditions: updateLastTransitionTimes, normalized and in
+// canonical form, condition by condition. A timed condition old holds in exactly the canonical
+// form it would get is that stored object itself, shared (stored statuses are never changed).
+func canonicalConditions(old *Obj, conditions []any, now string) []any {
+	oldConditions := conditionsOf(old)
+	out := make([]any, 0, len(conditions))
+	for _, item := range conditions {
+		cond := objItem(item, "conditions")
+		kind := cond.Get("type")
+		if !InConditionSet(smTransitionTimed, kind) {
+			out = append(out, canonicalCondition(cond, nil))
+			continue
+		}
+		previous := lastOfType(oldConditions, kind.(string))
+		switch {
+		case previous == nil:
+			out = append(out, canonicalCondition(cond, now))
+		case isCanonicalCondition(previous, cond): // the same status: it keeps its time
+			out = append(out, previous)
+		default:
+			out = append(out, canonicalCondition(cond, transitionTime(oldConditions, cond, now)))
+		}
+	}
+	return out
+}
