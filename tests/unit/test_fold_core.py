@@ -117,6 +117,23 @@ def test_podledger_fold_runs_the_core_or_falls_back_to_python_with_the_same_outp
     assert fallback.stdout.count(b"\n") == python.stdout.count(b"\n")
 
 
+def test_podledger_fold_spools_standard_input_for_the_core_and_for_python(core: str, tmp_path: Path) -> None:
+    lines = [encode(e.value) for e in workload(10, 200, nodes=1, seed=8, start_ms=T0)]
+    covered = b"".join(line + b"\n" for line in lines)
+    uncovered = covered + b"{oops\n"
+    for data, marker in ((covered, b"(native core)"), (uncovered, b"folding in Python")):
+        done = subprocess.run(
+            [sys.executable, "-m", "podledger.cli", "fold", "-"],
+            input=data,
+            capture_output=True,
+            env={**os.environ, "PODLEDGER_FOLD_CORE": core},
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0 and marker in done.stderr, done.stderr
+        assert done.stdout == python_history(data.splitlines())
+
+
 def test_podledger_fold_reports_the_cores_progress(core: str, tmp_path: Path) -> None:
     path = tmp_path / "blank.jsonl"
     path.write_bytes(b"\n" * 100_000 + b"".join(encode(e.value) + b"\n" for e in workload(2, 10, nodes=1)))
