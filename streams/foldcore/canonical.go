@@ -8,7 +8,8 @@ import "strings"
 
 // semanticList and semanticObj are canonical.semantic: a new copy with every null, empty-string
 // and empty-list field dropped from its objects. Empty objects stay (Go tells a set pointer to an
-// empty struct from a nil one), and so do list items of any kind.
+// empty struct from a nil one), and so do list items of any kind. Status generation and the
+// status manager both use them, through put.
 func semanticList(list []any) []any {
 	out := make([]any, len(list))
 	for i, item := range list {
@@ -26,31 +27,51 @@ func semanticList(list []any) []any {
 
 func semanticObj(o *Obj) *Obj {
 	out := NewObj(o.Len())
-	values := o.Values()
 	for i, key := range o.Keys() {
-		put(out, key, values[i])
+		if v, keep := semanticField(o.vals[i]); keep {
+			out.appendNew(key, v) // o's keys are distinct
+		}
 	}
 	return out
 }
 
+// semanticField is what canonical.put stores for value (a copy in canonical form of an object or
+// a list), or keep false where the field is dropped (null, empty string, empty list). Scalars are
+// returned as they are: boxed already.
+func semanticField(value any) (v any, keep bool) {
+	switch x := value.(type) {
+	case nil:
+		return nil, false
+	case string:
+		return value, x != ""
+	case bool, int64:
+		return value, true
+	case *Obj:
+		if x == nil { // None
+			return nil, false
+		}
+		return semanticObj(x), true
+	case []any:
+		if len(x) == 0 {
+			return nil, false
+		}
+		return semanticList(x), true
+	}
+	unsupported("value of type %T", value)
+	return nil, false
+}
+
 // put is canonical.put: target[key] = semantic(value), or no key where semantic drops the field.
 func put(target *Obj, key string, value any) {
-	switch v := value.(type) {
-	case nil:
-	case string:
-		if v != "" {
-			target.Set(key, v)
-		}
-	case bool, int64:
+	if v, keep := semanticField(value); keep {
 		target.Set(key, v)
-	case *Obj:
-		target.Set(key, semanticObj(v))
-	case []any:
-		if len(v) > 0 {
-			target.Set(key, semanticList(v))
-		}
-	default:
-		unsupported("value of type %T", value)
+	}
+}
+
+// putNew is put for a key target does not hold.
+func putNew(target *Obj, key string, value any) {
+	if v, keep := semanticField(value); keep {
+		target.appendNew(key, v)
 	}
 }
 
@@ -90,19 +111,19 @@ func isCanonical(value any) bool {
 	return true
 }
 
-// canonicalCondition is canonical_condition: a fresh condition in canonical form with
-// lastTransitionTime transition (nil: a condition whose times the status manager does not keep):
-// times in whole seconds, no empty field, and lastProbeTime, null unless set, last. cond may be
-// changed.
+// canonicalCondition is canonical_condition: cond in canonical form with lastTransitionTime
+// transition (nil: a condition whose times the status manager does not keep): times in whole
+// seconds, no empty field, and lastProbeTime, null unless set, last. cond may be changed, and may
+// be what is returned.
 func canonicalCondition(cond *Obj, transition any) *Obj {
 	if !cond.Has("lastTransitionTime") && !cond.Has("lastProbeTime") && allNonEmptyStrings(cond) {
-		// A generated condition: non-empty strings and no times yet.
-		out := cond.Copy()
+		// A generated condition (non-empty strings and no times yet) is canonical once its
+		// times are added: in place, as nothing else holds it.
 		if transition != nil {
-			out.Set("lastTransitionTime", truncateTime(transition))
+			cond.appendNew("lastTransitionTime", truncateTime(transition))
 		}
-		out.Set("lastProbeTime", nil)
-		return out
+		cond.appendNew("lastProbeTime", nil)
+		return cond
 	}
 	if transition != nil { // anything else takes the status manager's own steps
 		cond.SetDefault("lastProbeTime", nil)
@@ -132,13 +153,18 @@ func allNonEmptyStrings(o *Obj) bool {
 // set time in whole seconds and a null lastProbeTime. Such a stored condition has cond's status
 // and keeps its time, so it is reused as it is.
 func isCanonicalCondition(stored, cond *Obj) bool {
-	n := cond.Len()
+	return isCanonicalFields(stored, cond.Keys(), cond.Values())
+}
+
+// isCanonicalFields is isCanonicalCondition for a condition's keys and values.
+func isCanonicalFields(stored *Obj, condKeys []string, condValues []any) bool {
+	n := len(condKeys)
 	if stored.Len() != n+2 {
 		return false
 	}
 	keys, values := stored.Keys(), stored.Values()
-	for i, key := range cond.Keys() {
-		want, ok := cond.Values()[i].(string)
+	for i, key := range condKeys {
+		want, ok := condValues[i].(string)
 		if !ok || want == "" || keys[i] != key {
 			return false
 		}
@@ -154,36 +180,52 @@ func isCanonicalCondition(stored, cond *Obj) bool {
 // normalizeGenerated is normalize_generated: normalizeInPlace for a status that status generation
 // built. Its regular container statuses are in name order already and its conditions are made
 // canonical apart, so only container states (most need nothing) and the init order are left.
-func normalizeGenerated(pod, status *Obj) {
+func normalizeGenerated(pf *podFacts, status *Obj) {
 	budget := 0 // worked out for the first state that needs it
 	for _, key := range [...]string{"containerStatuses", "initContainerStatuses"} {
 		for _, item := range asList(status.Get(key), key) {
 			cs := objItem(item, key)
-			for _, which := range [...]string{"state", "lastState"} {
-				value := cs.Get(which)
+			for i, which := range cs.keys { // state and lastState, read in one pass
+				if which != "state" && which != "lastState" {
+					continue
+				}
+				value := cs.vals[i]
 				if !Truthy(value) {
 					continue
 				}
 				state := asObj(value, which)
-				if !state.Has("terminated") {
-					var started any
-					if running := state.Get("running"); Truthy(running) {
-						started = asObj(running, "running state").Get("startedAt")
-					}
-					if s, ok := started.(string); !ok || strings.IndexByte(s, '.') < 0 {
-						continue // nothing normalizedState would change
-					}
+				if !mayNeedNormalizing(state) {
+					continue
 				}
 				if budget == 0 {
-					budget = messageBudget(pod)
+					budget = pf.messageBudget()
 				}
 				if normalized := normalizedState(state, budget, true); normalized != state {
-					cs.Set(which, normalized)
+					cs.vals[i] = normalized // cs.Set(which, normalized)
 				}
 			}
 		}
 	}
 	if list := status.Get("initContainerStatuses"); Truthy(list) {
-		status.Set("initContainerStatuses", sortedInSpecOrder(pod, asList(list, "initContainerStatuses")))
+		status.Set("initContainerStatuses", sortedInSpecOrder(pf.pod, asList(list, "initContainerStatuses")))
 	}
+}
+
+// mayNeedNormalizing is false for a state normalizedState surely leaves as it is: no terminated
+// key, and no running state with a fractional startedAt.
+func mayNeedNormalizing(state *Obj) bool {
+	var running any
+	for i, key := range state.keys {
+		switch key {
+		case "terminated":
+			return true
+		case "running":
+			running = state.vals[i]
+		}
+	}
+	if !Truthy(running) {
+		return false
+	}
+	started, ok := asObj(running, "running state").Get("startedAt").(string)
+	return ok && strings.IndexByte(started, '.') >= 0
 }

@@ -25,7 +25,49 @@ type Record struct {
 	Terminating, Terminated, Finished  bool
 	Status                             *Obj // nil before the first version
 	Version                            int64
-	Applied                            map[string]int64 // {topic: highest offset applied}
+	Applied                            appliedOffsets
+
+	gen *genPod // what generation read of Pod; nil until it is read
+}
+
+// genPod is what status generation reads of the record's pod, read once per pod object.
+func (r *Record) genPod() *genPod {
+	if r.gen == nil || r.gen.pod != r.Pod {
+		r.gen = newGenPod(r.Pod)
+	}
+	return r.gen
+}
+
+// appliedOffsets is a record's {topic: highest offset applied}, for the four ingress topics.
+type appliedOffsets struct {
+	offsets [4]int64
+	seen    [4]bool
+}
+
+// topicIndex is a topic's place in appliedOffsets.
+func topicIndex(topic string) int {
+	switch topic {
+	case TopicPodUpdates:
+		return 0
+	case TopicPleg:
+		return 1
+	case TopicProbeResults:
+		return 2
+	case TopicPodLifecycle:
+		return 3
+	}
+	unsupported("events of topic %q are not ported", topic)
+	return 0
+}
+
+func (a *appliedOffsets) get(topic string) (int64, bool) {
+	i := topicIndex(topic)
+	return a.offsets[i], a.seen[i]
+}
+
+func (a *appliedOffsets) set(topic string, offset int64) {
+	i := topicIndex(topic)
+	a.offsets[i], a.seen[i] = offset, true
 }
 
 // newRecord is new_record: the record a pod's first pod-update starts.
@@ -52,7 +94,7 @@ func newRecord(ev *Event) *Record {
 	}
 	return &Record{
 		UID: ev.UID, Namespace: namespace, Name: nameStr, Node: ev.Node, Source: ev.Source,
-		Pod: ev.Pod, Probes: NewObj(0), Reasons: NewObj(0), Applied: map[string]int64{},
+		Pod: ev.Pod, Probes: NewObj(0), Reasons: NewObj(0),
 	}
 }
 
@@ -69,19 +111,61 @@ func eventType(topic string, ev *Event) string {
 	return topic + ":" + ev.Kind
 }
 
+// causeKey is what eventType reads of an event.
+type causeKey struct{ topic, what, result string }
+
+// eventType is eventType(topic, ev), remembered: events name a few causes again and again.
+func (f *Fold) eventType(topic string, ev *Event) string {
+	key := causeKey{topic, ev.Kind, ""}
+	switch topic {
+	case TopicPodUpdates:
+		key.what = ev.Op
+	case TopicPleg:
+		key.what = ev.Type
+	case TopicProbeResults:
+		key.what, key.result = ev.Probe, ev.Result
+	}
+	kind, ok := f.causes[key]
+	if !ok {
+		kind = eventType(topic, ev)
+		if f.causes == nil {
+			f.causes = map[causeKey]string{}
+		}
+		f.causes[key] = kind
+	}
+	return kind
+}
+
 // Fold folds input events into pod records and hands each status version to Emit, in the order
 // the Python fold publishes them. It is fold_event and BatchFold.add_event for inputs that need no
 // dead letter and hold no event; it gives up (unsupported) on anything else.
 type Fold struct {
 	Records map[string]*Record
 	Pods    map[string]struct{} // every pod that has had a record
-	Emit    func(v *Version)
+	Emit    func(v *Version)    // v and its status are only valid during the call: both are reused
 	Events  int64
+
+	version Version             // the one Emit is handed
+	causes  map[causeKey]string // eventType's answers
+	pool    *statusPool         // objects of dropped statuses (fold_recycle.go); nil: none kept
+
+	// The time of the last event's second, as RFC3339FromMs gives it: events come in time
+	// order, many within a second.
+	nowSecond int64
+	now       any // a string; nil before the first event
+}
+
+// nowOf is RFC3339FromMs(tsMs) as a JSON value, remembered for the last second asked for.
+func (f *Fold) nowOf(tsMs int64) any {
+	if f.now == nil || tsMs < 0 || tsMs/1000 != f.nowSecond {
+		f.now, f.nowSecond = RFC3339FromMs(tsMs), tsMs/1000
+	}
+	return f.now
 }
 
 // NewFold is a fold with no records that hands versions to emit.
 func NewFold(emit func(v *Version)) *Fold {
-	return &Fold{Records: map[string]*Record{}, Pods: map[string]struct{}{}, Emit: emit}
+	return &Fold{Records: map[string]*Record{}, Pods: map[string]struct{}{}, Emit: emit, pool: &statusPool{}}
 }
 
 // Apply folds one decoded event at its coordinates.
@@ -92,7 +176,7 @@ func (f *Fold) Apply(at Coordinates, ev *Event) {
 		unsupported("event from node %q for pod %s bound to %q (a forged dead letter)", ev.Node, record.UID, record.Node)
 	}
 	if record != nil {
-		if last, ok := record.Applied[at.Topic]; ok && last >= at.Offset {
+		if last, ok := record.Applied.get(at.Topic); ok && last >= at.Offset {
 			return // already applied: a redelivery or a replay
 		}
 	}
@@ -108,8 +192,8 @@ func (f *Fold) Apply(at Coordinates, ev *Event) {
 		f.Records[ev.UID] = record
 		f.Pods[ev.UID] = struct{}{}
 	}
-	if last, ok := record.Applied[at.Topic]; !ok || at.Offset > last {
-		record.Applied[at.Topic] = at.Offset
+	if last, ok := record.Applied.get(at.Topic); !ok || at.Offset > last {
+		record.Applied.set(at.Topic, at.Offset)
 	}
 	terminate := false
 	switch at.Topic {
@@ -136,13 +220,14 @@ func (f *Fold) Apply(at Coordinates, ev *Event) {
 			terminate = true
 		}
 	}
-	kind := eventType(at.Topic, ev)
-	now := RFC3339FromMs(at.TsMs)
-	generated := GenerateAPIStatus(record.Pod, record.Status, record.Runtime, record.Probes, record.Reasons, record.Terminated)
-	f.store(record, generated, kind, at, now, isDeleting(record.Pod), true)
+	kind := f.eventType(at.Topic, ev)
+	now := f.nowOf(at.TsMs)
+	gp := record.genPod()
+	generated := generateForFold(f.pool, gp, record.Status, record.Runtime, record.Probes, record.Reasons, record.Terminated)
+	f.store(record, generated, kind, at, now, gp.isDeleting(), true)
 	if terminate {
 		terminated := TerminatePodStatus(record.Pod, record.Status)
-		if !IsStatic(record.Pod) {
+		if !gp.isStatic() {
 			record.Finished = true // sticky; static pods are never finished this way
 		}
 		f.store(record, terminated, kind, at, now, true, false)
@@ -150,34 +235,29 @@ func (f *Fold) Apply(at Coordinates, ev *Event) {
 }
 
 // applyProbeResult keeps a probe result under its container instance; only the two newest
-// instances of a container are kept, as streams/fold.py does.
+// instances of a container are kept, as streams/fold.py does. Python copies the maps it changes;
+// here they change in place, as nothing but the record holds them (status generation keeps none
+// of their objects, only the result strings).
 func applyProbeResult(record *Record, ev *Event) {
 	cid, ok := ev.ContainerID.(string)
 	if !ok {
 		unsupported("probe result with a container id that is not a string")
 	}
-	byID := NewObj(2)
-	if old := ObjOf(record.Probes.Get(ev.ContainerName)); old != nil {
-		byID = old.Copy()
+	byID := ObjOf(record.Probes.Get(ev.ContainerName))
+	if byID == nil {
+		byID = NewObj(3)
 	}
-	results := NewObj(2)
-	if old := ObjOf(byID.Get(cid)); old != nil {
-		results = old.Copy()
+	results := ObjOf(byID.Get(cid))
+	if results == nil {
+		results = NewObj(3)
 	}
-	byID.Delete(cid)
-	results.Set(ev.Probe, ev.Result)
+	byID.Delete(cid) // the instance goes last: the newest
+	results.Set(ev.Probe, ev.result)
 	byID.Set(cid, results)
-	if byID.Len() > 2 {
-		kept := NewObj(2)
-		keys, values := byID.Keys(), byID.Values()
-		for i := len(keys) - 2; i < len(keys); i++ {
-			kept.Set(keys[i], values[i])
-		}
-		byID = kept
+	for byID.Len() > 2 {
+		byID.Delete(byID.Keys()[0])
 	}
-	probes := record.Probes.Copy()
-	probes.Set(ev.ContainerName, byID)
-	record.Probes = probes
+	record.Probes.Set(ev.ContainerName, byID)
 }
 
 // reasonCache is the pod worker's reason cache from a sync result.
@@ -205,25 +285,27 @@ func reasonCache(results []any) *Obj {
 	return reasons
 }
 
-func isDeleting(pod *Obj) bool {
-	meta := ObjOf(pod.Get("metadata"))
-	return meta != nil && Truthy(meta.Get("deletionTimestamp"))
-}
-
 // store is _store: the status manager decides whether `generated` is a new version.
-func (f *Fold) store(record *Record, generated *Obj, kind string, at Coordinates, now string, force, built bool) {
-	status, version := SetPodStatus(record.Pod, record.Status, record.Version, generated, now, force, built)
+func (f *Fold) store(record *Record, generated *Obj, kind string, at Coordinates, now any, force, built bool) {
+	facts := &record.genPod().podFacts
+	status, version := setPodStatus(facts, record.Status, record.Version, generated, now, force, built)
 	if status == nil {
+		if built {
+			f.pool.drop(generated) // nothing changed: the generated status goes
+		}
 		return
 	}
+	dropped := record.Status
 	record.Status, record.Version = status, version
-	f.Emit(&Version{
+	f.version = Version{
 		UID: record.UID, Namespace: record.Namespace, Name: record.Name, Node: record.Node,
 		Version: record.Version, Status: record.Status,
 		CouldHaveRunningContainers: !record.Terminated, Finished: record.Finished,
-		Static:    IsStatic(record.Pod) || record.Source != "api",
-		MirrorUID: nil, Deleting: isDeleting(record.Pod),
+		Static:    facts.isStatic() || record.Source != "api",
+		MirrorUID: nil, Deleting: facts.isDeleting(),
 		Cause: Cause{Kind: kind, Topic: at.Topic, Partition: at.Partition, Offset: at.Offset, TsMs: at.TsMs},
 		TsMs:  at.TsMs, Rules: RulesVersion,
-	})
+	}
+	f.Emit(&f.version)
+	f.pool.drop(dropped)
 }

@@ -8,13 +8,12 @@ import "strings"
 // None), so the None branches of the Python functions are not ported.
 
 // getPhase is the kubelet's getPhase.
-func getPhase(pod *Obj, initStatuses, statuses []*Obj, podIsTerminal bool) string {
-	spec := asObj(pod.Get("spec"), "spec")
+func getPhase(gp *genPod, initStatuses, statuses []*Obj, podIsTerminal bool) string {
 	var pendingInit, pendingSidecars, failedInit int
 	var unknown, running, waiting, stopped, succeeded int
 
-	for _, container := range containersOf(spec.Get("initContainers"), "initContainers") {
-		status := lastNamed(initStatuses, nameOf(container))
+	for i, container := range gp.initContainers {
+		status := lastNamed(initStatuses, gp.initNames[i])
 		state := StateOf(status)
 		if IsSidecar(container) {
 			switch {
@@ -53,8 +52,8 @@ func getPhase(pod *Obj, initStatuses, statuses []*Obj, podIsTerminal bool) strin
 		}
 	}
 
-	for _, container := range containersOf(spec.Get("containers"), "containers") {
-		status := lastNamed(statuses, nameOf(container))
+	for _, name := range gp.names {
+		status := lastNamed(statuses, name)
 		if status == nil {
 			unknown++
 			continue
@@ -77,10 +76,10 @@ func getPhase(pod *Obj, initStatuses, statuses []*Obj, podIsTerminal bool) strin
 		}
 	}
 
-	if failedInit > 0 && RestartPolicy(pod) == "Never" {
+	if failedInit > 0 && gp.restartPolicy() == "Never" {
 		return "Failed"
 	}
-	if pendingInit > 0 || (pendingSidecars > 0 && !hasAnyRegularContainerStarted(pod, statuses)) {
+	if pendingInit > 0 || (pendingSidecars > 0 && !hasAnyRegularContainerStarted(gp, nil, statuses)) {
 		return "Pending"
 	}
 	if waiting > 0 {
@@ -90,8 +89,8 @@ func getPhase(pod *Obj, initStatuses, statuses []*Obj, podIsTerminal bool) strin
 		return "Running"
 	}
 	if running == 0 && stopped > 0 && unknown == 0 {
-		policy := RestartPolicy(pod)
-		if podIsTerminal && !IsStatic(pod) {
+		policy := gp.restartPolicy()
+		if podIsTerminal && !gp.isStatic() {
 			if stopped == succeeded {
 				return "Succeeded"
 			}
@@ -125,70 +124,71 @@ func lastExitCode(last any) int64 {
 }
 
 // containersCondition is True, or False with reason and the unknown and <what> containers named.
-func containersCondition(kind, reason string, unknown []string, what string, names []string) *Obj {
-	var messages []string
+func containersCondition(cm *conditionMaker, kind, reason any, unknown []string, what string, names []string) *Obj {
+	var buf [256]byte
+	message := buf[:0]
 	if len(unknown) > 0 {
-		messages = append(messages, "containers with unknown status: "+goList(unknown))
+		message = appendContainersMessage(message, "unknown", unknown)
 	}
 	if len(names) > 0 {
-		messages = append(messages, "containers with "+what+" status: "+goList(names))
+		message = appendContainersMessage(message, what, names)
 	}
-	if len(messages) > 0 {
-		return condition(kind, "False", reason, strings.Join(messages, ", "))
+	if len(message) > 0 {
+		return cm.conditionWith(kind, "False", reason, message)
 	}
-	return condition(kind, "True", "", "")
+	return cm.condition(kind, "True", "", "")
 }
 
 // containersReadyCondition is ContainersReady: every sidecar and regular container ready.
-func containersReadyCondition(pod *Obj, initStatuses, statuses []*Obj, phase string) *Obj {
+func containersReadyCondition(cm *conditionMaker, gp *genPod, initStatuses, statuses []*Obj, phase string) *Obj {
 	if phase == "Failed" {
-		return condition("ContainersReady", "False", PodFailed, "")
+		return cm.condition("ContainersReady", "False", PodFailed, "")
 	}
-	known := statuses
-	if len(initStatuses) > 0 {
-		known = append(append([]*Obj(nil), initStatuses...), statuses...)
-	}
-	spec := asObj(pod.Get("spec"), "spec")
-	var unknown, unready []string
-	check := func(container *Obj) {
-		name := nameOf(container)
-		status := lastNamed(known, name)
+	var unknownBuf, unreadyBuf [8]string
+	unknown, unready := unknownBuf[:0], unreadyBuf[:0]
+	check := func(name string) {
+		status := lastNamedOf(initStatuses, statuses, name)
 		if status == nil {
 			unknown = append(unknown, name)
 		} else if !Truthy(status.Get("ready")) {
 			unready = append(unready, name)
 		}
 	}
-	for _, c := range containersOf(spec.Get("initContainers"), "initContainers") {
+	for i, c := range gp.initContainers {
 		if IsSidecar(c) {
-			check(c)
+			check(gp.initNames[i])
 		}
 	}
-	for _, c := range containersOf(spec.Get("containers"), "containers") {
-		check(c)
+	for _, name := range gp.names {
+		check(name)
 	}
 	if phase == "Succeeded" && len(unknown) == 0 {
-		return condition("ContainersReady", "False", PodCompleted, "")
+		return cm.condition("ContainersReady", "False", PodCompleted, "")
 	}
-	return containersCondition("ContainersReady", ContainersNotReady, unknown, "unready", unready)
+	return containersCondition(cm, "ContainersReady", ContainersNotReady, unknown, "unready", unready)
 }
 
 // readyCondition is Ready: ContainersReady's verdict, then the readiness gates against the
 // conditions gathered so far.
-func readyCondition(pod *Obj, conditions []any, containersReady *Obj) *Obj {
-	if s := containersReady.Get("status").(string); s != "True" {
-		reason, _ := containersReady.Get("reason").(string)
-		message, _ := containersReady.Get("message").(string)
-		return condition("Ready", s, reason, message)
+func readyCondition(cm *conditionMaker, gp *genPod, conditions []any, containersReady *Obj) *Obj {
+	if s := containersReady.Get("status"); s != "True" {
+		reason, found := containersReady.Lookup("reason")
+		if !found {
+			reason = ""
+		}
+		message, found := containersReady.Lookup("message")
+		if !found {
+			message = ""
+		}
+		return cm.condition("Ready", s, reason, message)
 	}
-	gates := asObj(pod.Get("spec"), "spec").Get("readinessGates")
+	gates := gp.spec.Get("readinessGates")
 	if !Truthy(gates) {
-		return condition("Ready", "True", "", "")
+		return cm.condition("Ready", "True", "", "")
 	}
-	present := make(map[string]*Obj, len(conditions))
+	// Python builds {type: condition} (the last of a type wins): every type must be hashable.
 	for _, c := range conditions {
-		o := c.(*Obj)
-		present[hashKey(o.Get("type"))] = o
+		checkHashable(c.(*Obj).Get("type"), "a condition type")
 	}
 	var messages []string
 	for _, g := range asList(gates, "readinessGates") {
@@ -200,7 +200,13 @@ func readyCondition(pod *Obj, conditions []any, containersReady *Obj) *Obj {
 		if !found {
 			kind = ""
 		}
-		cond := present[hashKey(kind)]
+		checkHashable(kind, "a readiness gate's condition type")
+		var cond *Obj
+		for i := len(conditions) - 1; i >= 0 && cond == nil; i-- {
+			if c := conditions[i].(*Obj); Equal(c.Get("type"), kind) {
+				cond = c
+			}
+		}
 		if cond == nil {
 			messages = append(messages, `corresponding condition of pod readiness gate "`+pyStr(kind)+`" does not exist.`)
 		} else if status, ok := cond.Get("status").(string); !ok || status != "True" {
@@ -209,26 +215,25 @@ func readyCondition(pod *Obj, conditions []any, containersReady *Obj) *Obj {
 		}
 	}
 	if len(messages) > 0 {
-		return condition("Ready", "False", ReadinessGatesNotReady, strings.Join(messages, ", "))
+		return cm.condition("Ready", "False", ReadinessGatesNotReady, strings.Join(messages, ", "))
 	}
-	return condition("Ready", "True", "", "")
+	return cm.condition("Ready", "True", "", "")
 }
 
 // initializedCondition is Initialized: every init container done (a sidecar started, any other
 // ready), or a regular container already started.
-func initializedCondition(pod *Obj, initStatuses, statuses []*Obj, phase string) *Obj {
-	initContainers := containersOf(asObj(pod.Get("spec"), "spec").Get("initContainers"), "initContainers")
-	if len(initContainers) == 0 {
+func initializedCondition(cm *conditionMaker, gp *genPod, initStatuses, statuses []*Obj, phase string) *Obj {
+	if len(gp.initContainers) == 0 {
 		if phase == "Succeeded" {
-			return condition("Initialized", "True", PodCompleted, "")
+			return cm.condition("Initialized", "True", PodCompleted, "")
 		}
-		return condition("Initialized", "True", "", "")
+		return cm.condition("Initialized", "True", "", "")
 	}
-	everything := append(append([]*Obj(nil), initStatuses...), statuses...)
-	var unknown, incomplete []string
-	for _, container := range initContainers {
-		name := nameOf(container)
-		status := lastNamed(everything, name)
+	var unknownBuf, incompleteBuf [8]string
+	unknown, incomplete := unknownBuf[:0], incompleteBuf[:0]
+	for i, container := range gp.initContainers {
+		name := gp.initNames[i]
+		status := lastNamedOf(initStatuses, statuses, name)
 		if status == nil {
 			unknown = append(unknown, name)
 		} else if sidecar := IsSidecar(container); (sidecar && !Truthy(status.Get("started"))) ||
@@ -237,16 +242,16 @@ func initializedCondition(pod *Obj, initStatuses, statuses []*Obj, phase string)
 		}
 	}
 	if phase == "Succeeded" && len(unknown) == 0 {
-		return condition("Initialized", "True", PodCompleted, "")
+		return cm.condition("Initialized", "True", PodCompleted, "")
 	}
-	if hasAnyRegularContainerStarted(pod, everything) {
-		return condition("Initialized", "True", "", "")
+	if hasAnyRegularContainerStarted(gp, initStatuses, statuses) {
+		return cm.condition("Initialized", "True", "", "")
 	}
-	return containersCondition("Initialized", ContainersNotInitialized, unknown, "incomplete", incomplete)
+	return containersCondition(cm, "Initialized", ContainersNotInitialized, unknown, "incomplete", incomplete)
 }
 
 // readyToStartContainersCondition is True iff the pod has a ready sandbox.
-func readyToStartContainersCondition(runtime *Obj) *Obj {
+func readyToStartContainersCondition(cm *conditionMaker, runtime *Obj) *Obj {
 	sandbox := runtime.Get("sandbox")
 	ready := false
 	if sandbox != nil {
@@ -257,22 +262,16 @@ func readyToStartContainersCondition(runtime *Obj) *Obj {
 		ready = Truthy(o.Get("ready"))
 	}
 	if ready {
-		return condition("PodReadyToStartContainers", "True", "", "")
+		return cm.condition("PodReadyToStartContainers", "True", "", "")
 	}
-	return condition("PodReadyToStartContainers", "False", "", "")
+	return cm.condition("PodReadyToStartContainers", "False", "", "")
 }
 
 // qosClass is GetPodQOS over cpu and memory of every container, init containers included.
-func qosClass(pod *Obj) string {
-	spec := asObj(pod.Get("spec"), "spec")
+func qosClass(gp *genPod) string {
 	anySet, guaranteed := false, true
-	all := append(append([]any(nil), asList(spec.Get("initContainers"), "initContainers")...),
-		asList(spec.Get("containers"), "containers")...)
-	for _, item := range all {
-		c, ok := item.(*Obj)
-		if !ok {
-			unsupported("a container is a %T", item)
-		}
+	for i, n := 0, len(gp.initContainers)+len(gp.containers); i < n; i++ {
+		c := gp.containerAt(i)
 		resources := c.Get("resources")
 		if !Truthy(resources) { // neither requests nor limits: not guaranteed, nothing set
 			guaranteed = false

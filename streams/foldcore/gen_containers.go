@@ -1,28 +1,34 @@
 package foldcore
 
-import "sort"
-
 // Container statuses (streams/container_status.py): the kubelet's convertToAPIContainerStatuses
-// over a runtime snapshot, and the prober manager's UpdatePodStatus (started and ready from probe
-// results). The statuses built here are new objects; parts of old statuses they keep (a terminated
-// status's fields, a lastState) are shared and never changed.
+// over a runtime snapshot (probe results are applied in gen_probes.go). The statuses built here
+// are new objects; parts of old statuses they keep (a terminated status's fields, a lastState)
+// are shared and never changed, and so are states equal to the ones the old statuses hold (see
+// gen_reuse.go).
 
-// idPrefix is "<runtime type>://", the prefix of every container ID.
-func idPrefix(runtime *Obj) string {
+// runtimeType is the runtime's type, which container IDs start with ("<type>://<id>").
+func runtimeType(runtime *Obj) string {
 	t := runtime.Get("runtime_type")
 	if !Truthy(t) {
-		return "process://"
+		return "process"
 	}
-	return pyStr(t) + "://"
+	return pyStr(t)
 }
 
-// runtimeContainerID is the API container ID of runtime container rc.
-func runtimeContainerID(rc *Obj, prefix string) string {
-	id, ok := rc.Lookup("id")
+// runtimeContainerID is the API container ID of runtime container rc, "<type>://<id>" (a string,
+// boxed once for the places it goes): stored, the ID the old status holds in its place, when
+// that is the same.
+func runtimeContainerID(rc *Obj, kind string, stored any) any {
+	idValue, ok := rc.Lookup("id")
 	if !ok {
 		unsupported("a runtime container has no id")
 	}
-	return prefix + pyStr(id)
+	id := pyStr(idValue)
+	if s, isStr := stored.(string); isStr && len(s) == len(kind)+3+len(id) &&
+		s[:len(kind)] == kind && s[len(kind):len(kind)+3] == "://" && s[len(kind)+3:] == id {
+		return stored
+	}
+	return kind + "://" + id
 }
 
 // stateField is rc[key] for a key Python reads with [] (a missing one raises).
@@ -35,49 +41,52 @@ func stateField(rc *Obj) string {
 	return s
 }
 
-// runtimeState is the API state of runtime container rc (cid its container ID, old the old status
-// of its name, nil when none).
-func runtimeState(rc *Obj, cid string, old *Obj) *Obj {
-	state := NewObj(1)
+// runtimeState is the API state of runtime container rc (cid its container ID, a string; old the
+// old status of its name, nil when none), or stored (the state the old status holds in its
+// place) when that is the same.
+func runtimeState(rc *Obj, cid any, old *Obj, stored any) *Obj {
+	var state fields
 	switch stateField(rc) {
 	case "running":
-		running := NewObj(1)
-		genPut(running, "startedAt", rc.Get("started_at"))
-		state.Set("running", running)
-		return state
+		var running fields
+		running.put("startedAt", rc.Get("started_at"))
+		state.add("running", running.objOr(storedField(stored, "running")))
+		return state.objOr(stored)
 	case "exited":
-		terminated := NewObj(6)
-		terminated.Set("exitCode", intOr0(rc.Get("exit_code")))
+		var terminated fields
+		terminated.add("exitCode", intOr0(rc.Get("exit_code")))
 		if reason := rc.Get("reason"); Truthy(reason) {
-			genPut(terminated, "reason", reason)
+			terminated.put("reason", reason)
 		}
 		if message := rc.Get("message"); Truthy(message) {
-			genPut(terminated, "message", message)
+			terminated.put("message", message)
 		}
-		genPut(terminated, "startedAt", rc.Get("started_at"))
-		genPut(terminated, "finishedAt", rc.Get("finished_at"))
-		terminated.Set("containerID", cid)
-		state.Set("terminated", terminated)
-		return state
+		terminated.put("startedAt", rc.Get("started_at"))
+		terminated.put("finishedAt", rc.Get("finished_at"))
+		terminated.add("containerID", cid)
+		state.add("terminated", terminated.objOr(storedField(stored, "terminated")))
+		return state.objOr(stored)
 	case "unknown":
 		if old != nil && StateOf(old) == "running" {
 			// It ran and vanished between relists: terminated with an unknown reason, never
 			// waiting, so a run-once pod is not run twice.
-			state.Set("terminated", unknownTermination(GoneWhenTerminated))
-			return state
+			state.add("terminated", unknownTermination(GoneWhenTerminated, storedField(stored, "terminated")))
+			return state.objOr(stored)
 		}
 	}
-	state.Set("waiting", NewObj(0)) // created, or unknown without a running past: waiting to run
-	return state
+	// Created, or unknown without a running past: waiting to run.
+	state.add("waiting", emptyObjOr(storedField(stored, "waiting")))
+	return state.objOr(stored)
 }
 
-// unknownTermination is the terminated state of a container that could not be located.
-func unknownTermination(message string) *Obj {
-	t := NewObj(3)
-	t.Set("exitCode", UnknownExitCode)
-	t.Set("reason", StatusUnknownReason)
-	t.Set("message", message)
-	return t
+// unknownTermination is the terminated state of a container that could not be located, or stored
+// when that is the same.
+func unknownTermination(message any, stored any) *Obj {
+	var t fields
+	t.add("exitCode", UnknownExitCode)
+	t.add("reason", StatusUnknownReason)
+	t.add("message", message)
+	return t.objOr(stored)
 }
 
 // intOr0 is int(v or 0).
@@ -88,7 +97,7 @@ func intOr0(v any) int64 {
 	return PyInt(v)
 }
 
-// stringOrEmpty is `v or ""`, for genPut.
+// stringOrEmpty is `v or ""`, for put.
 func stringOrEmpty(v any) any {
 	if !Truthy(v) {
 		return ""
@@ -96,19 +105,22 @@ func stringOrEmpty(v any) any {
 	return v
 }
 
-// convertRuntimeContainer is the status of the container whose newest runtime container is rc.
-func convertRuntimeContainer(rc *Obj, old *Obj, prefix string) *Obj {
-	cid := runtimeContainerID(rc, prefix)
-	status := NewObj(10)
-	status.Set("name", rc.Get("name"))
-	status.Set("restartCount", intOr0(rc.Get("restart_count")))
-	genPut(status, "image", stringOrEmpty(rc.Get("image")))
-	genPut(status, "imageID", stringOrEmpty(rc.Get("image_id")))
-	status.Set("containerID", cid)
-	state := runtimeState(rc, cid, old)
-	status.Set("state", state)
-	status.Set("lastState", NewObj(0))
-	status.Set("ready", false)
+// convertRuntimeContainer is the status of the container whose newest runtime container is rc
+// (old: the old status of its name, nil when none), its object from pool.
+func convertRuntimeContainer(pool *statusPool, rc *Obj, old *Obj, kind string) *Obj {
+	cid := runtimeContainerID(rc, kind, old.Get("containerID"))
+	// A new object with distinct keys: each is appended without a lookup.
+	var f fields
+	f.add("name", rc.Get("name"))
+	f.add("restartCount", intOr0(rc.Get("restart_count")))
+	f.put("image", stringOrEmpty(rc.Get("image")))
+	f.put("imageID", stringOrEmpty(rc.Get("image_id")))
+	f.add("containerID", cid)
+	state := runtimeState(rc, cid, old, old.Get("state"))
+	f.add("state", state)
+	f.add("lastState", emptyObjOr(old.Get("lastState")))
+	f.add("ready", false)
+	status := f.into(pool.obj())                                              // with room for started (applyProbeResults)
 	if old != nil && stateField(rc) == "unknown" && state.Has("terminated") { // it vanished running
 		status.Set("restartCount", addOne(intOr0(old.Get("restartCount"))))
 	}
@@ -117,8 +129,8 @@ func convertRuntimeContainer(rc *Obj, old *Obj, prefix string) *Obj {
 
 // shouldContainerBeRestarted is ShouldContainerBeRestarted over the newest runtime container of
 // that name (nil when none).
-func shouldContainerBeRestarted(pod, container, latest *Obj) bool {
-	if Truthy(asObj(pod.Get("metadata"), "metadata").Get("deletionTimestamp")) {
+func shouldContainerBeRestarted(gp *genPod, container, latest *Obj) bool {
+	if gp.isDeleted() {
 		return false
 	}
 	if latest == nil {
@@ -132,7 +144,7 @@ func shouldContainerBeRestarted(pod, container, latest *Obj) bool {
 	}
 	policy := "Always"
 	if !IsSidecar(container) {
-		policy = RestartPolicy(pod)
+		policy = gp.restartPolicy()
 	}
 	if policy == "Never" {
 		return false
@@ -140,24 +152,11 @@ func shouldContainerBeRestarted(pod, container, latest *Obj) bool {
 	return !(policy == "OnFailure" && intOr0(latest.Get("exit_code")) == 0)
 }
 
-// createdAt is the sort key of a runtime container: created_at or "".
-func createdAt(rc *Obj) string {
-	v := rc.Get("created_at")
-	if !Truthy(v) {
-		return ""
-	}
-	s, ok := v.(string)
-	if !ok {
-		unsupported("created_at is a %T", v)
-	}
-	return s
-}
-
-// slotOf is the position of the first container named name, or -1: a name's place in Python's
+// slotOf is the position of the first of names that is name, or -1: a name's place in Python's
 // statuses dict (a repeated name shares the first one's status).
-func slotOf(containers []*Obj, name string) int {
-	for i, c := range containers {
-		if nameOf(c) == name {
+func slotOf(names []string, name string) int {
+	for i, n := range names {
+		if n == name {
 			return i
 		}
 	}
@@ -165,46 +164,45 @@ func slotOf(containers []*Obj, name string) int {
 }
 
 // convertContainerStatuses is convertToAPIContainerStatuses for one list (init or regular) of the
-// spec: regular statuses sorted by name, init statuses in spec order.
-func convertContainerStatuses(pod *Obj, containers []*Obj, oldStatuses any, runtime *Obj, reasons *Obj, isInit bool) []*Obj {
+// spec, appended to dst: regular statuses sorted by name, init statuses in spec order. Their
+// objects come from pool.
+func convertContainerStatuses(dst []*Obj, pool *statusPool, gp *genPod, isInit bool, oldStatuses any, runtime *Obj, reasons *Obj) []*Obj {
+	containers, names := gp.containers, gp.names
+	if isInit {
+		containers, names = gp.initContainers, gp.initNames
+	}
 	if len(containers) == 0 {
 		return nil
 	}
-	old := statusesOf(oldStatuses, "old container statuses")
+	old := checkedStatuses(oldStatuses, "old container statuses")
 	n := len(containers)
-	statuses := make([]*Obj, n) // by slot
-	latest := make([]*Obj, n)   // the newest runtime container of a slot
+	// Per slot: its status, the newest runtime container of its name, and how many of the name
+	// were seen; on the stack for the usual few containers.
+	var statusBuf, latestBuf [8]*Obj
+	var seenBuf [8]int
+	statuses, latest, seen := statusBuf[:0], latestBuf[:0], seenBuf[:0]
+	if n <= len(statusBuf) {
+		statuses, latest, seen = statusBuf[:n], latestBuf[:n], seenBuf[:n]
+	} else {
+		statuses, latest, seen = make([]*Obj, n), make([]*Obj, n), make([]int, n)
+	}
 	builtFromRuntime := 0
 
 	// Runtime containers, newest first: the newest of a name is its state, the next its lastState.
 	runtimeContainers := asList(runtime.Get("containers"), "runtime containers")
 	if len(runtimeContainers) > 0 {
-		prefix := idPrefix(runtime)
-		seen := make([]int, n)
-		newestFirst := make([]*Obj, len(runtimeContainers))
-		for i, item := range runtimeContainers {
+		kind := runtimeType(runtime)
+		var rcBuf [8]*Obj
+		newestFirst := rcBuf[:0]
+		for _, item := range runtimeContainers {
 			rc, ok := item.(*Obj)
 			if !ok {
 				unsupported("a runtime container is a %T", item)
 			}
-			newestFirst[i] = rc
+			newestFirst = append(newestFirst, rc)
 		}
 		if len(newestFirst) > 1 {
-			keys := make([]string, len(newestFirst))
-			for i, rc := range newestFirst {
-				keys[i] = createdAt(rc)
-			}
-			order := make([]int, len(keys))
-			for i := range order {
-				order[i] = i
-			}
-			// Python's sorted(reverse=True) is stable: equal keys keep their order.
-			sort.SliceStable(order, func(a, b int) bool { return keys[order[a]] > keys[order[b]] })
-			sorted := make([]*Obj, len(order))
-			for i, j := range order {
-				sorted[i] = newestFirst[j]
-			}
-			newestFirst = sorted
+			sortNewestFirst(newestFirst)
 		}
 		for _, rc := range newestFirst {
 			nameValue, ok := rc.Lookup("name")
@@ -215,18 +213,21 @@ func convertContainerStatuses(pod *Obj, containers []*Obj, oldStatuses any, runt
 			name, isString := nameValue.(string)
 			slot := -1
 			if isString {
-				slot = slotOf(containers, name)
+				slot = slotOf(names, name)
 			}
 			if slot < 0 {
 				continue
 			}
 			switch seen[slot] {
 			case 0:
-				statuses[slot] = convertRuntimeContainer(rc, lastNamed(old, name), prefix)
+				statuses[slot] = convertRuntimeContainer(pool, rc, lastNamedIn(old, name), kind)
 				latest[slot] = rc
 				builtFromRuntime++
 			case 1:
-				statuses[slot].Set("lastState", runtimeState(rc, runtimeContainerID(rc, prefix), lastNamed(old, name)))
+				oldStatus := lastNamedIn(old, name)
+				stored := oldStatus.Get("lastState")
+				cid := runtimeContainerID(rc, kind, storedField(storedField(stored, "terminated"), "containerID"))
+				statuses[slot].Set("lastState", runtimeState(rc, cid, oldStatus, stored))
 			}
 			seen[slot]++
 		}
@@ -234,35 +235,35 @@ func convertContainerStatuses(pod *Obj, containers []*Obj, oldStatuses any, runt
 
 	// The others, from their old status: a terminated one is kept; any other waits to be created.
 	if builtFromRuntime < n {
-		defaultReason := ContainerCreating
-		if Truthy(asObj(pod.Get("spec"), "spec").Get("initContainers")) {
+		var defaultReason any = ContainerCreating
+		if len(gp.initContainers) > 0 {
 			defaultReason = PodInitializing
 		}
-		deleted := Truthy(asObj(pod.Get("metadata"), "metadata").Get("deletionTimestamp"))
-		for _, container := range containers {
-			name := nameOf(container)
-			slot := slotOf(containers, name)
+		deleted := gp.isDeleted()
+		for i, container := range containers {
+			name := names[i]
+			slot := slotOf(names, name)
 			if latest[slot] != nil {
 				continue
 			}
-			statuses[slot] = statusWithoutRuntime(container, lastNamed(old, name), defaultReason, deleted)
+			statuses[slot] = statusWithoutRuntime(pool, container, lastNamedIn(old, name), defaultReason, deleted)
 		}
 	}
 
 	// Containers that will restart show the pod worker's last sync error (the reason cache).
 	if reasons.Len() > 0 {
-		for _, container := range containers {
-			name := nameOf(container)
+		for i, container := range containers {
+			name := names[i]
 			reasonValue := reasons.Get(name)
 			if !Truthy(reasonValue) {
 				continue
 			}
-			slot := slotOf(containers, name)
+			slot := slotOf(names, name)
 			newest := latest[slot]
 			if isInit && newest != nil && stateField(newest) == "exited" && !Truthy(newest.Get("exit_code")) {
 				continue // an init container that succeeded is not restarted
 			}
-			if !shouldContainerBeRestarted(pod, container, newest) {
+			if !shouldContainerBeRestarted(gp, container, newest) {
 				continue
 			}
 			reason, ok := reasonValue.(*Obj)
@@ -273,47 +274,48 @@ func convertContainerStatuses(pod *Obj, containers []*Obj, oldStatuses any, runt
 			if StateOf(status) == "terminated" {
 				status.Set("lastState", status.Get("state"))
 			}
-			waiting := NewObj(2)
+			var waiting, state fields
 			if r, found := reason.Lookup("reason"); found {
-				genPut(waiting, "reason", r)
+				waiting.put("reason", r)
 			}
 			if message := reason.Get("message"); Truthy(message) {
-				genPut(waiting, "message", message)
+				waiting.put("message", message)
 			}
-			state := NewObj(1)
-			state.Set("waiting", waiting)
-			status.Set("state", state)
+			stored := lastNamedIn(old, name).Get("state")
+			state.add("waiting", waiting.objOr(storedField(stored, "waiting")))
+			status.Set("state", state.objOr(stored))
 		}
 	}
 
-	ordered := make([]*Obj, n)
-	for i, c := range containers {
-		ordered[i] = statuses[slotOf(containers, nameOf(c))]
+	start := len(dst)
+	for _, name := range names {
+		dst = append(dst, statuses[slotOf(names, name)])
 	}
+	ordered := dst[start:]
 	if !isInit {
-		sort.SliceStable(ordered, func(a, b int) bool { return nameOf(ordered[a]) < nameOf(ordered[b]) })
+		sortByName(ordered)
 	}
 	return ordered
 }
 
 // statusWithoutRuntime is the status of a container the runtime does not report, from its old
 // status (nil when none).
-func statusWithoutRuntime(container, old *Obj, defaultReason string, deleted bool) *Obj {
+func statusWithoutRuntime(pool *statusPool, container, old *Obj, defaultReason any, deleted bool) *Obj {
 	oldState := StateOf(old)
 	if old != nil && oldState == "terminated" {
 		return old.Copy() // the top level only: the fields below are replaced, not changed
 	}
-	status := NewObj(7)
-	status.Set("name", container.Get("name"))
-	waitingReason := NewObj(1)
-	waitingReason.Set("reason", defaultReason)
-	state := NewObj(1)
-	state.Set("waiting", waitingReason)
-	status.Set("state", state)
-	status.Set("lastState", NewObj(0))
-	status.Set("ready", false)
-	status.Set("restartCount", int64(0))
-	genPut(status, "image", stringOrEmpty(container.Get("image"))) // and no imageID: it is empty
+	var f, waitingReason, state fields
+	f.add("name", container.Get("name"))
+	waitingReason.add("reason", defaultReason)
+	stored := old.Get("state")
+	state.add("waiting", waitingReason.objOr(storedField(stored, "waiting")))
+	f.add("state", state.objOr(stored))
+	f.add("lastState", emptyObjOr(old.Get("lastState")))
+	f.add("ready", false)
+	f.add("restartCount", int64(0))
+	f.put("image", stringOrEmpty(container.Get("image"))) // and no imageID: it is empty
+	status := f.into(pool.obj())
 	if old != nil {
 		restartCount, found := old.Lookup("restartCount")
 		if !found {
@@ -322,13 +324,13 @@ func statusWithoutRuntime(container, old *Obj, defaultReason string, deleted boo
 		status.Set("restartCount", restartCount)
 		lastState := old.Get("lastState")
 		if !Truthy(lastState) {
-			lastState = NewObj(0)
+			lastState = emptyObjOr(lastState)
 		}
 		status.Set("lastState", lastState)
 		if oldState == "running" && LastTerminated(status) == nil {
 			// It was running and the runtime no longer reports it.
 			gone := NewObj(1)
-			gone.Set("terminated", unknownTermination(GoneWhenDeleted))
+			gone.Set("terminated", unknownTermination(GoneWhenDeleted, nil))
 			status.Set("lastState", gone)
 			if !deleted {
 				status.Set("restartCount", addOne(intOr0(status.Get("restartCount"))))

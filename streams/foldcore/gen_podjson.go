@@ -1,9 +1,6 @@
 package foldcore
 
-import (
-	"strings"
-	"time"
-)
+import "time"
 
 // The pod and status JSON vocabulary that status generation and the status manager share
 // (streams/pod_json.py), and the Python built-ins they lean on (int(), str(), hashing), each
@@ -107,12 +104,28 @@ func RestartPolicy(pod *Obj) string {
 // (or a nil one) without a state (Python's None).
 func StateOf(status *Obj) string {
 	state := asObj(status.Get("state"), "container state")
+	// One pass over the state's keys (it has one, as a rule) for the three Gets, in their order
+	// of precedence.
+	var running, terminated, waiting bool
+	for i, key := range state.Keys() {
+		if state.vals[i] == nil {
+			continue
+		}
+		switch key {
+		case "running":
+			running = true
+		case "terminated":
+			terminated = true
+		case "waiting":
+			waiting = true
+		}
+	}
 	switch {
-	case state.Get("running") != nil:
+	case running:
 		return "running"
-	case state.Get("terminated") != nil:
+	case terminated:
 		return "terminated"
-	case state.Get("waiting") != nil:
+	case waiting:
 		return "waiting"
 	}
 	return ""
@@ -137,15 +150,11 @@ func ExitCode(status *Obj) int64 {
 	return PyInt(code)
 }
 
-// statusesOf is by_name's walk over a list of statuses (or containers): each must be an object
-// with a hashable name. Lookups go through lastNamed, so only the list is kept.
-func statusesOf(v any, what string) []*Obj {
+// checkedStatuses is by_name's walk over a list of statuses: each must be an object with a
+// hashable name. Lookups go through lastNamedIn, so the list itself is kept.
+func checkedStatuses(v any, what string) []any {
 	items := asList(v, what)
-	if len(items) == 0 {
-		return nil
-	}
-	out := make([]*Obj, len(items))
-	for i, item := range items {
+	for _, item := range items {
 		s, ok := item.(*Obj)
 		if !ok {
 			unsupported("an item of %s is a %T", what, item)
@@ -155,19 +164,55 @@ func statusesOf(v any, what string) []*Obj {
 			unsupported("an item of %s has no name", what)
 		}
 		checkHashable(name, "a name")
-		out[i] = s
+	}
+	return items
+}
+
+// statusesOf is checkedStatuses as a list of objects (the status manager uses it).
+func statusesOf(v any, what string) []*Obj {
+	items := checkedStatuses(v, what)
+	if len(items) == 0 {
+		return nil
+	}
+	out := make([]*Obj, len(items))
+	for i, item := range items {
+		out[i] = item.(*Obj)
 	}
 	return out
+}
+
+// lastNamedIn is by_name(list).get(name) over a list statusesOf has checked.
+func lastNamedIn(list []any, name string) *Obj {
+	for i := len(list) - 1; i >= 0; i-- {
+		s := list[i].(*Obj)
+		if n, ok := s.Get("name").(string); ok && n == name {
+			return s
+		}
+	}
+	return nil
 }
 
 // containersOf is a spec's container list, each an object with a string name (a name of any other
 // type is not covered).
 func containersOf(v any, what string) []*Obj {
-	out := statusesOf(v, what)
-	for _, c := range out {
-		if _, ok := c.Get("name").(string); !ok {
+	items := asList(v, what)
+	if len(items) == 0 {
+		return nil
+	}
+	out := make([]*Obj, len(items))
+	for i, item := range items {
+		c, ok := item.(*Obj)
+		if !ok {
+			unsupported("an item of %s is a %T", what, item)
+		}
+		name, found := c.Lookup("name")
+		if !found {
+			unsupported("an item of %s has no name", what)
+		}
+		if _, ok := name.(string); !ok {
 			unsupported("a container of %s has a name that is not a string", what)
 		}
+		out[i] = c
 	}
 	return out
 }
@@ -182,29 +227,30 @@ func lastNamed(list []*Obj, name string) *Obj {
 	return nil
 }
 
-// nameOf is a container's (string) name; containersOf has checked it.
+// lastNamedOf is by_name(first + second).get(name): the last of the second list, else of the first.
+func lastNamedOf(first, second []*Obj, name string) *Obj {
+	if s := lastNamed(second, name); s != nil {
+		return s
+	}
+	return lastNamed(first, name)
+}
+
+// nameOf is the (string) name of a container or of a status generation built.
 func nameOf(c *Obj) string {
 	n, _ := c.Get("name").(string)
 	return n
 }
 
-// goList is Go's %s of a []string: [a b c].
-func goList(names []string) string {
-	return "[" + strings.Join(names, " ") + "]"
-}
-
-// condition is a pod condition with its reason and message only when set.
-func condition(kind, status, reason, message string) *Obj {
-	c := NewObj(4)
-	c.Set("type", kind)
-	c.Set("status", status)
-	if reason != "" {
-		c.Set("reason", reason)
+// namesOf is the names of containers containersOf has checked.
+func namesOf(containers []*Obj) []string {
+	if len(containers) == 0 {
+		return nil
 	}
-	if message != "" {
-		c.Set("message", message)
+	names := make([]string, len(containers))
+	for i, c := range containers {
+		names[i] = nameOf(c)
 	}
-	return c
+	return names
 }
 
 // replaceOrAppendCondition puts cond where a condition of its type is, or at the end.
@@ -218,13 +264,14 @@ func replaceOrAppendCondition(conditions []any, cond *Obj) []any {
 	return append(conditions, cond)
 }
 
-// hasAnyRegularContainerStarted: some regular container is running or terminated now.
-func hasAnyRegularContainerStarted(pod *Obj, statuses []*Obj) bool {
-	if len(statuses) == 0 {
+// hasAnyRegularContainerStarted: some regular container is running or terminated now, by the
+// statuses first + second.
+func hasAnyRegularContainerStarted(gp *genPod, first, second []*Obj) bool {
+	if len(first) == 0 && len(second) == 0 {
 		return false
 	}
-	for _, c := range containersOf(asObj(pod.Get("spec"), "spec").Get("containers"), "containers") {
-		switch StateOf(lastNamed(statuses, nameOf(c))) {
+	for _, name := range gp.names {
+		switch StateOf(lastNamedOf(first, second, name)) {
 		case "running", "terminated":
 			return true
 		}

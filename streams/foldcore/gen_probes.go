@@ -35,34 +35,32 @@ func probeResultsOf(probes *Obj, status *Obj) *Obj {
 }
 
 // startedBy is `started` for a running container with these probe results.
-func startedBy(results, container *Obj) bool {
+func startedBy(results *Obj, container containerProbes) bool {
 	if result := results.Get("startup"); result != nil {
 		s, ok := result.(string)
 		return ok && s == "Success"
 	}
-	return container.Get("startupProbe") == nil
+	return !container.startupProbe
 }
 
 // readyBy is `ready` for a running and started container with these probe results.
-func readyBy(results, container *Obj) bool {
+func readyBy(results *Obj, container containerProbes) bool {
 	if s, ok := results.Get("readiness").(string); ok && s == "Success" {
 		return true
 	}
-	return container.Get("readinessProbe") == nil
+	return !container.readinessProbe
 }
 
 // applyProbeResults sets started and ready on every container status of status from probe
 // results, in place (on the container statuses just built).
-func applyProbeResults(pod *Obj, statuses, initStatuses []*Obj, probes *Obj) {
-	spec := asObj(pod.Get("spec"), "spec")
+func applyProbeResults(gp *genPod, statuses, initStatuses []*Obj, probes *Obj) {
 	if len(statuses) > 0 {
-		containers := statusesOf(spec.Get("containers"), "containers")
 		for _, cs := range statuses {
 			if StateOf(cs) != "running" {
 				cs.Set("started", false)
 				continue
 			}
-			container := lastNamed(containers, nameOf(cs))
+			container := gp.lastProbes(false, nameOf(cs))
 			results := probeResultsOf(probes, cs) // looked up once for both
 			started := startedBy(results, container)
 			cs.Set("started", started)
@@ -72,9 +70,8 @@ func applyProbeResults(pod *Obj, statuses, initStatuses []*Obj, probes *Obj) {
 		}
 	}
 	if len(initStatuses) > 0 {
-		initContainers := statusesOf(spec.Get("initContainers"), "initContainers")
 		for _, cs := range initStatuses {
-			container := lastNamed(initContainers, nameOf(cs))
+			container := gp.lastProbes(true, nameOf(cs))
 			state := StateOf(cs)
 			started := false
 			var results *Obj
@@ -83,7 +80,7 @@ func applyProbeResults(pod *Obj, statuses, initStatuses []*Obj, probes *Obj) {
 				started = startedBy(results, container)
 			}
 			cs.Set("started", started)
-			if !IsSidecar(container) {
+			if !container.sidecar {
 				if state == "terminated" && ExitCode(cs) == 0 {
 					cs.Set("ready", true)
 				}

@@ -6,7 +6,8 @@ import (
 )
 
 // The Python built-ins status generation leans on, over JSON values: `v or {}` before a .get,
-// int(), str(), dict keys, and canonical.put; each gives up where Python would raise.
+// int(), str() and dict keys; each gives up where Python would raise. (canonical.put, which
+// generation uses too, is put in canonical.go.)
 
 // asObj is Python's `(v or {})` before a .get: nil for a falsy value (a nil *Obj reads as empty),
 // the object itself, or giving up where Python would call .get on a truthy non-object.
@@ -82,79 +83,10 @@ func pyStr(v any) string {
 	return ""
 }
 
-// hashKey is a Go map key for a hashable JSON value with Python's dict-key equality (True and 1
-// are one key); lists and objects are unhashable and give up.
-func hashKey(v any) string {
-	switch x := v.(type) {
-	case string:
-		return "s" + x
-	case int64:
-		return "i" + strconv.FormatInt(x, 10)
-	case bool:
-		if x {
-			return "i1"
-		}
-		return "i0"
-	case nil:
-		return "n"
-	}
-	unsupported("unhashable %T used as a key", v)
-	return ""
-}
-
 // checkHashable gives up on a value Python could not look up in a dict or set.
 func checkHashable(v any, what string) {
 	switch v.(type) {
 	case []any, *Obj:
 		unsupported("%s is unhashable (%T)", what, v)
 	}
-}
-
-// genPut is canonical.put: target[key] = semantic(value), or no key where semantic drops the
-// field (null, empty string, empty list).
-func genPut(target *Obj, key string, value any) {
-	switch v := value.(type) {
-	case string:
-		if v != "" {
-			target.Set(key, v)
-		}
-	case bool, int64:
-		target.Set(key, v)
-	case *Obj:
-		if v != nil {
-			target.Set(key, genSemantic(v))
-		}
-	case []any:
-		if len(v) > 0 {
-			target.Set(key, genSemantic(v))
-		}
-	case nil:
-	default:
-		unsupported("value of type %T", value)
-	}
-}
-
-// genSemantic is canonical.semantic: a new copy with null, empty-string and empty-list fields
-// dropped from every object (empty objects and list items stay).
-func genSemantic(value any) any {
-	switch v := value.(type) {
-	case []any:
-		out := make([]any, len(v))
-		for i, item := range v {
-			switch item.(type) {
-			case []any, *Obj:
-				out[i] = genSemantic(item)
-			default:
-				out[i] = item
-			}
-		}
-		return out
-	case *Obj:
-		out := NewObj(v.Len())
-		for i, k := range v.Keys() {
-			genPut(out, k, v.Values()[i])
-		}
-		return out
-	}
-	return value
 }

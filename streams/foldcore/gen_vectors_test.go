@@ -79,7 +79,12 @@ func checkGenerateVector(t *testing.T, path string, n int, line []byte) vectorOu
 			return vectorUnparsed // not an object: GenerateAPIStatus's signature cannot take it
 		}
 	}
+	before := Encode(nil, args)
 	status, reason := generateOrGiveUp(args)
+	if after := Encode(nil, args); !bytes.Equal(before, after) {
+		t.Errorf("%s:%d: the arguments changed", path, n)
+		return vectorFailed
+	}
 	if _, raisedInPython := rec.Lookup("error"); raisedInPython {
 		if status != nil {
 			t.Errorf("%s:%d: Python raised %v, the port gave %s", path, n, rec.Get("error"), Encode(nil, status))
@@ -90,6 +95,10 @@ func checkGenerateVector(t *testing.T, path string, n int, line []byte) vectorOu
 	if status == nil {
 		t.Logf("%s:%d: gave up: %s", path, n, reason)
 		return vectorGaveUp
+	}
+	if shared := sharedWithInputs(status, args); shared != "" {
+		t.Errorf("%s:%d: the status's %s is an input's object", path, n, shared)
+		return vectorFailed
 	}
 	want := rec.Get("expect").(string)
 	if got := Encode(nil, status); string(got) != want {
@@ -125,4 +134,36 @@ func anyString(v any) string {
 		return s
 	}
 	return "?"
+}
+
+// sharedWithInputs names the first of the objects a caller may change (the status, its lists'
+// container statuses and its conditions) that is also an object of the inputs, or "".
+func sharedWithInputs(status *Obj, args *Obj) string {
+	inputs := map[*Obj]bool{}
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case *Obj:
+			inputs[x] = true
+			for _, e := range x.Values() {
+				walk(e)
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		}
+	}
+	walk(args)
+	if inputs[status] {
+		return "top level"
+	}
+	for _, key := range [...]string{"containerStatuses", "initContainerStatuses", "conditions"} {
+		for _, item := range ListOf(status.Get(key)) {
+			if inputs[ObjOf(item)] {
+				return key
+			}
+		}
+	}
+	return ""
 }

@@ -2,61 +2,84 @@ package foldcore
 
 // Status generation (streams/status.py generate_api_status): the kubelet's generateAPIPodStatus
 // over the desired pod, the cached status, the runtime snapshot, probe results and the pod
-// worker's reason cache. Its parts live in gen_containers.go (container statuses), gen_probes.go
-// (started and ready), gen_conditions.go (phase, conditions, QoS) and gen_podjson.go (the shared
-// vocabulary).
+// worker's reason cache. Its parts live in gen_containers.go and gen_order.go (container
+// statuses), gen_probes.go (started and ready), gen_conditions.go (phase, conditions, QoS),
+// gen_podjson.go (the shared vocabulary) and gen_python.go (Python built-ins over JSON values).
 
 // GenerateAPIStatus is generate_api_status(pod, old, runtime, probes=probes, reasons=reasons,
 // pod_is_terminal=podIsTerminal); a nil old or runtime is Python's None, nil probes or reasons
-// read as empty. Conditions carry no times: the status manager stamps them. The status, its lists,
-// its container statuses and its conditions are new objects the caller may change; what lies below
-// them may be shared with old, pod and runtime, and must not be changed.
+// read as empty. Conditions carry no times: the status manager stamps them. The status, its
+// container status and condition lists, its container statuses and its conditions are new
+// objects the caller may change; anything else in it may be shared with old, pod and runtime,
+// and must not be changed.
 func GenerateAPIStatus(pod, old, runtime, probes, reasons *Obj, podIsTerminal bool) *Obj {
-	apiStatus := asObj(pod.Get("status"), "status")
+	return generateStatus(newGenPod(pod), old, nil, nil, runtime, probes, reasons, podIsTerminal)
+}
+
+// generateForFold is GenerateAPIStatus for the fold, which hands the result to SetPodStatus with
+// the same cached status (nil: none): the kubelet conditions that the status manager would keep
+// as cached holds them are cached's own (see conditionMaker), and the status's top object and
+// container statuses come from pool.
+func generateForFold(pool *statusPool, gp *genPod, cached, runtime, probes, reasons *Obj, podIsTerminal bool) *Obj {
+	var maker conditionMaker
+	cm := &maker
+	if cached != nil {
+		maker.remember(ListOf(cached.Get("conditions")))
+	} else {
+		cm = nil
+	}
+	return generateStatus(gp, cached, cm, pool, runtime, probes, reasons, podIsTerminal)
+}
+
+// generateStatus is GenerateAPIStatus of the pod gp has read, its conditions made by cm, its
+// top object and container statuses taken from pool.
+func generateStatus(gp *genPod, old *Obj, cm *conditionMaker, pool *statusPool, runtime, probes, reasons *Obj, podIsTerminal bool) *Obj {
+	apiStatus := gp.apiStatus
 	if old == nil {
 		old = apiStatus
 	}
-	spec := asObj(pod.Get("spec"), "spec")
 
-	status := NewObj(12)
+	// A new object whose keys are each set once: they are appended without a lookup.
+	status := pool.obj() // room for the usual fields; a rare eleventh reallocates
 	if runtime.Len() > 0 {
 		if hostIPs := asList(runtime.Get("host_ips"), "host_ips"); len(hostIPs) > 0 {
-			genPut(status, "hostIP", hostIPs[0])
-			status.Set("hostIPs", ipEntries(hostIPs))
+			putNew(status, "hostIP", hostIPs[0])
+			status.appendNew("hostIPs", ipEntries(hostIPs, old.Get("hostIPs")))
 		}
 		if ips := asList(runtime.Get("ips"), "ips"); len(ips) > 0 {
-			genPut(status, "podIP", ips[0])
-			status.Set("podIPs", ipEntries(ips))
+			putNew(status, "podIP", ips[0])
+			status.appendNew("podIPs", ipEntries(ips, old.Get("podIPs")))
 		}
 	}
-	qos := apiStatus.Get("qosClass")
+	qos := gp.api.qosClass
 	if !Truthy(qos) {
-		qos = qosClass(pod)
+		qos = gp.qosClass()
 	}
-	genPut(status, "qosClass", qos)
+	putNew(status, "qosClass", qos)
 
+	// The status lists as generation reads them, on the stack for the usual few containers.
+	var initBuf, regularBuf [8]*Obj
 	var initStatuses []*Obj
-	if initContainers := spec.Get("initContainers"); Truthy(initContainers) {
-		initStatuses = convertContainerStatuses(pod, containersOf(initContainers, "initContainers"),
-			old.Get("initContainerStatuses"), runtime, reasons, true)
+	if len(gp.initContainers) > 0 {
+		initStatuses = convertContainerStatuses(initBuf[:0], pool, gp, true, old.Get("initContainerStatuses"), runtime, reasons)
 	}
-	statuses := convertContainerStatuses(pod, containersOf(spec.Get("containers"), "containers"),
-		old.Get("containerStatuses"), runtime, reasons, false)
+	statuses := convertContainerStatuses(regularBuf[:0], pool, gp, false, old.Get("containerStatuses"), runtime, reasons)
 	if len(initStatuses) > 0 {
-		status.Set("initContainerStatuses", anyList(initStatuses))
+		status.appendNew("initContainerStatuses", anyList(initStatuses))
 	}
 	if len(statuses) > 0 {
-		status.Set("containerStatuses", anyList(statuses))
+		status.appendNew("containerStatuses", anyList(statuses))
 	}
 
-	phase := finalPhase(status, old, apiStatus, getPhase(pod, initStatuses, statuses, podIsTerminal))
-	status.Set("phase", phase)
+	phase := finalPhase(status, old, &gp.api, getPhase(gp, initStatuses, statuses, podIsTerminal))
+	status.appendNew("phase", boxedPhase(phase))
 
-	applyProbeResults(pod, statuses, initStatuses, probes)
+	applyProbeResults(gp, statuses, initStatuses, probes)
 
 	// Others' conditions are copied at the top level: the status manager sets their times.
-	var conditions []any
-	for _, item := range asList(apiStatus.Get("conditions"), "API conditions") {
+	apiConditions := asList(gp.api.conditions, "API conditions")
+	conditions := make([]any, 0, len(apiConditions)+6)
+	for _, item := range apiConditions {
 		c := conditionObj(item)
 		if !InConditionSet(KubeletOwnedConditions, c.Get("type")) {
 			conditions = append(conditions, c.Copy())
@@ -69,22 +92,23 @@ func GenerateAPIStatus(pod, old, runtime, probes, reasons *Obj, podIsTerminal bo
 			break
 		}
 	}
-	conditions = append(conditions, readyToStartContainersCondition(runtime))
-	conditions = append(conditions, initializedCondition(pod, initStatuses, statuses, phase))
-	containersReady := containersReadyCondition(pod, initStatuses, statuses, phase)
-	conditions = append(conditions, readyCondition(pod, conditions, containersReady))
-	conditions = append(conditions, containersReady, condition("PodScheduled", "True", "", ""))
-	status.Set("conditions", conditions)
+	conditions = append(conditions, readyToStartContainersCondition(cm, runtime))
+	conditions = append(conditions, initializedCondition(cm, gp, initStatuses, statuses, phase))
+	containersReady := containersReadyCondition(cm, gp, initStatuses, statuses, phase)
+	conditions = append(conditions, readyCondition(cm, gp, conditions, containersReady))
+	conditions = append(conditions, containersReady, cm.condition("PodScheduled", "True", "", ""))
+	status.appendNew("conditions", conditions)
 	return status
 }
 
 // finalPhase is the generated phase after the cached and API phases have their say: a terminal
 // phase is never left, and the apiserver's terminal phase always wins. When the phase is the
-// cached one, the cached (or API) reason and message are kept on status.
-func finalPhase(status, old, apiStatus *Obj, phase string) string {
+// cached one, the cached (or API) reason and message are kept on status (which, being built,
+// holds neither yet).
+func finalPhase(status, old *Obj, api *apiFields, phase string) string {
 	oldPhase := old.Get("phase")
-	apiPhase := apiStatus.Get("phase")
-	if !IsTerminalPhase(phase) {
+	apiPhase := api.phase
+	if phase != "Succeeded" && phase != "Failed" { // IsTerminalPhase, for a string
 		if IsTerminalPhase(oldPhase) {
 			phase = oldPhase.(string)
 		} else if IsTerminalPhase(apiPhase) {
@@ -92,18 +116,36 @@ func finalPhase(status, old, apiStatus *Obj, phase string) string {
 		}
 	}
 	if p, ok := oldPhase.(string); ok && p == phase {
-		for _, key := range [...]string{"reason", "message"} {
-			value := old.Get(key)
+		for _, field := range [...]struct {
+			key string
+			api any
+		}{{"reason", api.reason}, {"message", api.message}} {
+			value := old.Get(field.key)
 			if !Truthy(value) {
-				value = apiStatus.Get(key)
+				value = field.api
 			}
 			if Truthy(value) {
-				genPut(status, key, value)
+				putNew(status, field.key, value)
 			}
 		}
 	}
 	if IsTerminalPhase(apiPhase) && apiPhase.(string) != phase {
 		phase = apiPhase.(string)
+	}
+	return phase
+}
+
+// boxedPhase is phase as a JSON value; the phases are constants, which Go boxes without allocating.
+func boxedPhase(phase string) any {
+	switch phase {
+	case "Pending":
+		return "Pending"
+	case "Running":
+		return "Running"
+	case "Succeeded":
+		return "Succeeded"
+	case "Failed":
+		return "Failed"
 	}
 	return phase
 }
@@ -117,18 +159,35 @@ func conditionObj(item any) *Obj {
 	return c
 }
 
-// ipEntries is [{"ip": ip} for the first two addresses], each entry canonical (no empty ip).
-func ipEntries(addresses []any) []any {
+// ipEntries is [{"ip": ip} for the first two addresses], each entry canonical (no empty ip); it
+// is stored (the cached status's list) when that holds the same entries. Nothing changes such a
+// list once built.
+func ipEntries(addresses []any, stored any) any {
 	if len(addresses) > 2 {
 		addresses = addresses[:2]
+	}
+	if same, ok := stored.([]any); ok && len(same) == len(addresses) && sameIPEntries(same, addresses) {
+		return stored
 	}
 	out := make([]any, len(addresses))
 	for i, ip := range addresses {
 		entry := NewObj(1)
-		genPut(entry, "ip", ip)
+		put(entry, "ip", ip)
 		out[i] = entry
 	}
 	return out
+}
+
+// sameIPEntries reports whether entries are ipEntries' entries of addresses, field for field.
+func sameIPEntries(entries, addresses []any) bool {
+	for i, ip := range addresses {
+		var entry fields
+		entry.put("ip", ip)
+		if !entry.matches(ObjOf(entries[i])) {
+			return false
+		}
+	}
+	return true
 }
 
 // anyList is a status list as a JSON list.

@@ -32,11 +32,22 @@ type Event struct {
 	ContainerName string // probe-results (ContainerID holds its id)
 	Probe         string
 	Result        string
+	result        any // Result as the JSON value parsed (boxed already)
 
 	Kind        string // pod-lifecycle
 	SyncResults []any
 
-	Fields *Obj // the model's fields as event_fields() gives them
+	fields []any // the model's field values in declaration order (modelFields)
+}
+
+// Fields is the event's model fields as event_fields() gives them, a new object.
+func (ev *Event) Fields() *Obj {
+	names := modelFields[ev.Topic]
+	out := NewObj(len(names))
+	for i, f := range names {
+		out.appendNew(f.name, ev.fields[i])
+	}
+	return out
 }
 
 // modelField is one field of a model: its name, and whether it is optional
@@ -64,24 +75,50 @@ func modelDefault(name string) any {
 	return nil
 }
 
-// ingressMarkers tell the ingress topics apart, checked in order (replay.py).
-var ingressMarkers = [...]struct{ field, topic string }{
-	{"pod", TopicPodUpdates},
-	{"kind", TopicPodLifecycle},
-	{"probe", TopicProbeResults},
-	{"runtime", TopicPleg},
-}
-
 // inferTopic is replay.infer_topic: "" when the value is neither a journal
-// entry nor an ingress event.
+// entry nor an ingress event. One pass over the keys notes the markers.
 func inferTopic(value *Obj) string {
-	if value.Has("event") && value.Has("topic") && value.Has("offset") {
-		return TopicJournal
-	}
-	for _, m := range ingressMarkers {
-		if value.Has(m.field) {
-			return m.topic
+	const (
+		event = 1 << iota
+		topic
+		offset
+		pod
+		kind
+		probe
+		runtime
+	)
+	var has int
+	for _, k := range value.Keys() {
+		switch k {
+		case "event":
+			has |= event
+		case "topic":
+			has |= topic
+		case "offset":
+			has |= offset
+		case "pod":
+			has |= pod
+		case "kind":
+			has |= kind
+		case "probe":
+			has |= probe
+		case "runtime":
+			has |= runtime
 		}
+	}
+	// The ingress markers are checked in replay.py's order: each is required by
+	// its topic's schema, and none appears in a topic checked after it.
+	switch {
+	case has&(event|topic|offset) == event|topic|offset:
+		return TopicJournal
+	case has&pod != 0:
+		return TopicPodUpdates
+	case has&kind != 0:
+		return TopicPodLifecycle
+	case has&probe != 0:
+		return TopicProbeResults
+	case has&runtime != 0:
+		return TopicPleg
 	}
 	return ""
 }
@@ -106,7 +143,14 @@ var predicates = func() map[string]*schemaNode {
 // any line Python would dead-letter and on anything the port does not cover.
 // lineNo is the line's number from 1; blank lines are the caller's to skip.
 func ParseLine(lineNo int64, raw []byte) (Coordinates, *Event) {
-	parsed, err := Parse(raw)
+	ev := new(Event)
+	return parseLineInto(lineNo, raw, ev, nil), ev
+}
+
+// parseLineInto is ParseLine decoding into ev, which it overwrites whole. With line not nil, the
+// line's own object is built there (parseInto): ev is then valid until line is reused.
+func parseLineInto(lineNo int64, raw []byte, ev *Event, line *Obj) Coordinates {
+	parsed, err := parseInto(raw, line)
 	if err != nil {
 		unsupported("line %d: %v", lineNo, err)
 	}
@@ -119,22 +163,19 @@ func ParseLine(lineNo int64, raw []byte) (Coordinates, *Event) {
 	case "":
 		unsupported("line %d: neither a journal entry nor an ingress event", lineNo)
 	case TopicJournal:
-		entry := validated(lineNo, TopicJournal, value)
-		at := Coordinates{
-			Topic:     entry.Get("topic").(string),
-			Partition: entry.Get("partition").(int64),
-			Offset:    entry.Get("offset").(int64),
-			TsMs:      entry.Get("ts_ms").(int64),
-		}
-		return at, decodeEvent(lineNo, at.Topic, entry.Get("event").(*Obj))
+		e := validated(lineNo, TopicJournal, value) // type, topic, partition, offset, ts_ms, event
+		at := Coordinates{Topic: e[1].(string), Partition: e[2].(int64), Offset: e[3].(int64), TsMs: e[4].(int64)}
+		decodeEvent(lineNo, at.Topic, e[5].(*Obj), ev)
+		return at
 	}
-	ev := decodeEvent(lineNo, topic, value)
-	return Coordinates{Topic: topic, Partition: 0, Offset: lineNo, TsMs: ev.TsMs}, ev
+	decodeEvent(lineNo, topic, value, ev)
+	return Coordinates{Topic: topic, Partition: 0, Offset: lineNo, TsMs: ev.TsMs}
 }
 
 // validated checks value against the topic's schema and returns the model's
-// fields, defaults filled in, in the model's order.
-func validated(lineNo int64, topic string, value *Obj) *Obj {
+// field values, defaults filled in, in the model's order. The slice may be
+// value's own: it must not be changed.
+func validated(lineNo int64, topic string, value *Obj) []any {
 	check := predicates[topic]
 	if check == nil || !check.check(value) {
 		// Either Python rejects it, or its fast test is unsure and the full
@@ -142,7 +183,10 @@ func validated(lineNo int64, topic string, value *Obj) *Obj {
 		unsupported("line %d: a %s value the schema test is not sure of", lineNo, topic)
 	}
 	fields := modelFields[topic]
-	out := NewObj(len(fields))
+	if inModelOrder(value, fields) { // as the model encodes: no lookups needed
+		return value.Values()
+	}
+	out := make([]any, 0, len(fields))
 	for _, f := range fields {
 		v, ok := value.Lookup(f.name)
 		if !ok {
@@ -151,39 +195,48 @@ func validated(lineNo int64, topic string, value *Obj) *Obj {
 			}
 			v = modelDefault(f.name)
 		}
-		out.appendNew(f.name, v)
+		out = append(out, v)
 	}
 	return out
 }
 
-// decodeEvent is codec.from_dict for an ingress topic, flattened into an Event.
-func decodeEvent(lineNo int64, topic string, value *Obj) *Event {
-	f := validated(lineNo, topic, value)
-	ev := &Event{Topic: topic, Fields: f, TsMs: f.Get("ts_ms").(int64), Node: f.Get("node").(string)}
+// inModelOrder reports whether value holds exactly the model's fields, in
+// the model's order.
+func inModelOrder(value *Obj, fields []modelField) bool {
+	keys := value.Keys()
+	if len(keys) != len(fields) {
+		return false
+	}
+	for i, k := range keys {
+		if k != fields[i].name {
+			return false
+		}
+	}
+	return true
+}
+
+// decodeEvent is codec.from_dict for an ingress topic, flattened into ev (all of
+// it overwritten). It reads the fields by their position in modelFields.
+func decodeEvent(lineNo int64, topic string, value *Obj, ev *Event) {
+	v := validated(lineNo, topic, value)
+	*ev = Event{Topic: topic, fields: v}
 	switch topic {
-	case TopicPodUpdates:
-		ev.Op = f.Get("op").(string)
-		ev.Source = f.Get("source").(string)
-		ev.Pod = f.Get("pod").(*Obj)
+	case TopicPodUpdates: // op, source, node, pod, ts_ms
+		ev.Op, ev.Source, ev.Node = v[0].(string), v[1].(string), v[2].(string)
+		ev.Pod, ev.TsMs = v[3].(*Obj), v[4].(int64)
 		ev.UID = ObjOf(ev.Pod.Get("metadata")).Get("uid").(string)
-	case TopicPleg:
-		ev.UID = f.Get("uid").(string)
-		ev.Type = f.Get("type").(string)
-		ev.ContainerID = f.Get("container_id")
-		ev.Runtime = f.Get("runtime").(*Obj)
-	case TopicProbeResults:
-		ev.UID = f.Get("uid").(string)
-		ev.ContainerName = f.Get("container_name").(string)
-		ev.ContainerID = f.Get("container_id").(string)
-		ev.Probe = f.Get("probe").(string)
-		ev.Result = f.Get("result").(string)
-	case TopicPodLifecycle:
-		ev.UID = f.Get("uid").(string)
-		ev.Kind = f.Get("kind").(string)
-		ev.SyncResults = f.Get("sync_results").([]any)
-		ev.Runtime = ObjOf(f.Get("runtime"))
+	case TopicPleg: // uid, node, type, container_id, runtime, ts_ms
+		ev.UID, ev.Node, ev.Type = v[0].(string), v[1].(string), v[2].(string)
+		ev.ContainerID, ev.Runtime, ev.TsMs = v[3], v[4].(*Obj), v[5].(int64)
+	case TopicProbeResults: // uid, node, container_name, container_id, probe, result, ts_ms
+		ev.UID, ev.Node, ev.ContainerName = v[0].(string), v[1].(string), v[2].(string)
+		_ = v[3].(string) // kept boxed as parsed
+		ev.ContainerID, ev.Probe, ev.Result, ev.TsMs = v[3], v[4].(string), v[5].(string), v[6].(int64)
+		ev.result = v[5]
+	case TopicPodLifecycle: // uid, node, kind, ts_ms, sync_results, grace_s, backoff, runtime
+		ev.UID, ev.Node, ev.Kind, ev.TsMs = v[0].(string), v[1].(string), v[2].(string), v[3].(int64)
+		ev.SyncResults, ev.Runtime = v[4].([]any), ObjOf(v[7])
 	default:
 		unsupported("line %d: events of topic %q are not ported", lineNo, topic)
 	}
-	return ev
 }

@@ -36,10 +36,10 @@ var keywordTypes = map[string]typeSet{
 	"minimum": tInteger | tFloat,
 }
 
-var annotations = map[string]bool{"$schema": true, "$id": true, "title": true, "description": true}
+var schemaAnnotations = map[string]bool{"$schema": true, "$id": true, "title": true, "description": true}
 
-// typeOf is the type of a parsed value, or 0 for a Go value JSON cannot hold.
-func typeOf(v any) typeSet {
+// jsonTypeOf is the type of a parsed value, or 0 for a Go value JSON cannot hold.
+func jsonTypeOf(v any) typeSet {
 	switch v.(type) {
 	case *Obj:
 		return tObject
@@ -71,16 +71,21 @@ type schemaNode struct {
 	items    *schemaNode // nil: no check on the elements
 	objects  bool        // required, properties or additionalProperties apply
 	props    []schemaProp
-	required []string // required names that properties do not describe
-	closed   bool     // additionalProperties: false
+	propAt   map[string]int // position in props of each property name
+	mustHave uint64         // bit i: props[i] is required
+	required []string       // required names that properties do not describe
+	closed   bool           // additionalProperties: false
 	extra    *schemaNode
 }
 
 type schemaProp struct {
-	name     string
-	required bool
-	sub      *schemaNode
+	name string
+	sub  *schemaNode
 }
+
+// maxProps bounds the properties of one schema object, so that the ones seen
+// fit the bits of a word.
+const maxProps = 64
 
 // errUncompiled marks a schema using something the predicate does not compile.
 type errUncompiled struct{ what string }
@@ -112,7 +117,7 @@ func compileNode(schema any) *schemaNode {
 		uncompiled("a schema that is not an object")
 	}
 	for _, k := range s.Keys() {
-		if _, ok := keywordTypes[k]; !ok && !annotations[k] && k != "type" && k != "enum" {
+		if _, ok := keywordTypes[k]; !ok && !schemaAnnotations[k] && k != "type" && k != "enum" {
 			uncompiled("keyword %q", k)
 		}
 	}
@@ -133,8 +138,7 @@ func compileNode(schema any) *schemaNode {
 			n.enum = append(n.enum, str)
 		}
 	}
-	// Keyword groups in the order the schema first names them, as compiled.py
-	// walks them: the order decides which unsupported thing is met first.
+	// Each group of type-specific keywords once, as compiled.py walks them.
 	var done typeSet
 	for _, k := range s.Keys() {
 		group, ok := keywordTypes[k]
@@ -203,8 +207,8 @@ func (n *schemaNode) compileString(s *Obj) {
 	}
 	if v, ok := s.Lookup("maxLength"); ok {
 		high, ok := v.(int64)
-		if !ok {
-			uncompiled("maxLength that is not an integer")
+		if !ok || high < 0 {
+			uncompiled("maxLength that is not a non-negative integer")
 		}
 		n.maxLen = int(high)
 	}
@@ -240,12 +244,20 @@ func (n *schemaNode) compileObject(s *Obj) {
 			uncompiled("properties that is not an object")
 		}
 	}
+	if props.Len() > maxProps {
+		uncompiled("more than %d properties", maxProps)
+	}
+	n.propAt = make(map[string]int, props.Len())
 	for i, name := range props.Keys() {
-		n.props = append(n.props, schemaProp{name: name, required: required[name], sub: compileNode(props.Values()[i])})
+		n.props = append(n.props, schemaProp{name: name, sub: compileNode(props.Values()[i])})
+		n.propAt[name] = i
+		if required[name] {
+			n.mustHave |= 1 << i
+		}
 	}
 	for _, name := range ListOf(s.Get("required")) {
 		str := name.(string)
-		if !props.Has(str) && !contains(n.required, str) {
+		if !props.Has(str) && !hasString(n.required, str) {
 			n.required = append(n.required, str)
 		}
 	}
@@ -261,7 +273,7 @@ func (n *schemaNode) compileObject(s *Obj) {
 	}
 }
 
-func contains(list []string, s string) bool {
+func hasString(list []string, s string) bool {
 	for _, e := range list {
 		if e == s {
 			return true
@@ -277,21 +289,27 @@ func (n *schemaNode) trivial() bool {
 
 // check is the predicate: true only when the schema surely accepts v.
 func (n *schemaNode) check(v any) bool {
-	t := typeOf(v)
+	t := jsonTypeOf(v)
 	if t == 0 || (n.types != 0 && n.types&t == 0) {
 		return false
 	}
 	if n.enum != nil {
 		s, ok := v.(string)
-		if !ok || !contains(n.enum, s) {
+		if !ok || !hasString(n.enum, s) {
 			return false
 		}
 	}
 	switch x := v.(type) {
 	case string:
 		if n.strings {
-			if count := utf8.RuneCountInString(x); count < n.minLen || (n.maxLen >= 0 && count > n.maxLen) {
-				return false
+			// Lengths count code points, of one to four bytes each: the byte
+			// length alone often settles both bounds.
+			sure := len(x) >= 4*n.minLen-3 && (n.maxLen < 0 || len(x) <= n.maxLen)
+			if !sure {
+				count := utf8.RuneCountInString(x)
+				if count < n.minLen || (n.maxLen >= 0 && count > n.maxLen) {
+					return false
+				}
 			}
 			if n.pattern != nil && !n.pattern(x) {
 				return false
@@ -318,98 +336,30 @@ func (n *schemaNode) check(v any) bool {
 }
 
 func (n *schemaNode) checkObject(o *Obj) bool {
-	for i := range n.props {
-		p := &n.props[i]
-		v, ok := o.Lookup(p.name)
+	var seen uint64
+	next := 0 // values usually hold their properties in the schema's order
+	for i, k := range o.Keys() {
+		v := o.Values()[i]
+		at, ok := next, next < len(n.props) && n.props[next].name == k
 		if !ok {
-			if p.required {
+			at, ok = n.propAt[k]
+		}
+		if ok {
+			next = at + 1
+			seen |= 1 << at
+			if !n.props[at].sub.check(v) {
 				return false
 			}
-			continue
-		}
-		if !p.sub.check(v) {
+		} else if n.closed || (n.extra != nil && !n.extra.check(v)) {
 			return false
 		}
+	}
+	if seen&n.mustHave != n.mustHave {
+		return false
 	}
 	for _, name := range n.required {
 		if !o.Has(name) {
 			return false
-		}
-	}
-	if !n.closed && n.extra == nil {
-		return true
-	}
-	for i, k := range o.Keys() {
-		if n.known(k) {
-			continue
-		}
-		if n.closed || !n.extra.check(o.Values()[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-func (n *schemaNode) known(name string) bool {
-	for i := range n.props {
-		if n.props[i].name == name {
-			return true
-		}
-	}
-	return false
-}
-
-// patternMatchers holds a Go matcher for each pattern the schemas use, keyed
-// by the pattern's text. The Python validator searches with the pattern's `$`
-// read as end of string (\Z), so no trailing newline is allowed; these
-// matchers are exact for that reading. A pattern missing here is not compiled.
-var patternMatchers = map[string]func(string) bool{
-	`^[A-Za-z0-9][A-Za-z0-9_-]*$`:                                       isToken,
-	`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`: isDNSSubdomain,
-	`^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$`:                                func(s string) bool { return s == "" || isDNSLabel(s) },
-	`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`:                                   isDNSLabel,
-}
-
-func isAlnumLower(c byte) bool { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') }
-
-// isToken: an ASCII letter or digit, then letters, digits, '_' or '-'.
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		ok := (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || (i > 0 && (c == '_' || c == '-'))
-		if !ok {
-			return false
-		}
-	}
-	return true
-}
-
-// isDNSLabel: lower-case letters, digits and '-', starting and ending with a
-// letter or digit.
-func isDNSLabel(s string) bool {
-	if s == "" || !isAlnumLower(s[0]) || !isAlnumLower(s[len(s)-1]) {
-		return false
-	}
-	for i := 1; i < len(s)-1; i++ {
-		if c := s[i]; c != '-' && !isAlnumLower(c) {
-			return false
-		}
-	}
-	return true
-}
-
-// isDNSSubdomain: DNS labels joined by single dots.
-func isDNSSubdomain(s string) bool {
-	start := 0
-	for i := 0; i <= len(s); i++ {
-		if i == len(s) || s[i] == '.' {
-			if !isDNSLabel(s[start:i]) {
-				return false
-			}
-			start = i + 1
 		}
 	}
 	return true

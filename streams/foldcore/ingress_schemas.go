@@ -1,7 +1,7 @@
 package foldcore
 
 // Copies of the schemas in schemas/<topic>.v1.json that ParseLine validates
-// against, compact and without annotations (title, description, $id,
+// against, compact and without schemaAnnotations (title, description, $id,
 // $schema). TestSchemaCopies fails when a copy drifts from its file; rewrite
 // the copy from the file when it does.
 

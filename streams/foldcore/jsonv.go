@@ -32,7 +32,8 @@ func unsupported(format string, args ...any) {
 const indexThreshold = 16
 
 // Obj is a JSON object that keeps its keys in insertion order, like a Python
-// dict. The zero value is an empty object.
+// dict. The zero value is an empty object. Lookups in a large object build an
+// index on first use, so an Obj is not safe for concurrent use, even reads.
 type Obj struct {
 	keys  []string
 	vals  []any
@@ -40,9 +41,7 @@ type Obj struct {
 }
 
 // NewObj returns an empty object with room for capacity keys.
-func NewObj(capacity int) *Obj {
-	return &Obj{keys: make([]string, 0, capacity), vals: make([]any, 0, capacity)}
-}
+func NewObj(capacity int) *Obj { return newObj(capacity) }
 
 // Len is the number of keys.
 func (o *Obj) Len() int {
@@ -59,8 +58,18 @@ func (o *Obj) find(key string) int {
 	}
 	n := len(o.keys)
 	if n < indexThreshold {
+		if key == "" {
+			for i := 0; i < n; i++ {
+				if o.keys[i] == "" {
+					return i
+				}
+			}
+			return -1
+		}
+		// Most keys differ from key in length or first byte; only the others need comparing.
+		first := key[0]
 		for i := 0; i < n; i++ {
-			if o.keys[i] == key {
+			if k := o.keys[i]; len(k) == len(key) && k[0] == first && k == key {
 				return i
 			}
 		}
@@ -92,6 +101,15 @@ func (o *Obj) Lookup(key string) (any, bool) {
 		return o.vals[i], true
 	}
 	return nil, false
+}
+
+// lookupAt is Lookup for a key expected at position at: objects built alike hold their keys in
+// the same order, so comparing them needs no search.
+func (o *Obj) lookupAt(key string, at int) (any, bool) {
+	if o != nil && at < len(o.keys) && o.keys[at] == key {
+		return o.vals[at], true
+	}
+	return o.Lookup(key)
 }
 
 // Has reports whether key is present (Python `key in d`).
@@ -158,15 +176,13 @@ func (o *Obj) Values() []any {
 	return o.vals
 }
 
-// Copy returns a shallow copy (Python dict(d)).
+// Copy returns a shallow copy (Python dict(d)), with room for two more keys,
+// which callers often add.
 func (o *Obj) Copy() *Obj {
-	n := o.Len()
-	c := &Obj{keys: make([]string, n, n+4), vals: make([]any, n, n+4)}
-	if n > 0 {
-		copy(c.keys, o.keys)
-		copy(c.vals, o.vals)
+	if o == nil {
+		return newObj(2)
 	}
-	return c
+	return newObjOf(o.keys, o.vals, 2)
 }
 
 // Update is Python d.update(other): existing keys keep their positions and
@@ -247,6 +263,9 @@ func Equal(a, b any) bool {
 		if !ok || len(x) != len(y) {
 			return false
 		}
+		if len(x) == 0 || &x[0] == &y[0] { // the same list (statuses share what did not change)
+			return true
+		}
 		for i := range x {
 			if !Equal(x[i], y[i]) {
 				return false
@@ -258,8 +277,11 @@ func Equal(a, b any) bool {
 		if !ok || x.Len() != y.Len() {
 			return false
 		}
+		if x == y {
+			return true
+		}
 		for i, k := range x.Keys() {
-			w, found := y.Lookup(k)
+			w, found := y.lookupAt(k, i)
 			if !found || !Equal(x.vals[i], w) {
 				return false
 			}
@@ -270,24 +292,34 @@ func Equal(a, b any) bool {
 	return false
 }
 
-// DeepCopy copies objects and lists recursively (json_copy); scalars are shared.
+// DeepCopy copies objects and lists recursively; scalars are shared. It is
+// json_copy (an orjson round trip), which raises on values nested too deep to
+// encode: DeepCopy gives up there.
 func DeepCopy(v any) any {
+	return deepCopy(v, 0)
+}
+
+func deepCopy(v any, depth int) any {
 	switch x := v.(type) {
 	case []any:
+		if depth >= maxEncodeDepth {
+			unsupported("JSON nesting deeper than %d", maxEncodeDepth)
+		}
 		c := make([]any, len(x))
 		for i, e := range x {
-			c[i] = DeepCopy(e)
+			c[i] = deepCopy(e, depth+1)
 		}
 		return c
 	case *Obj:
 		if x == nil {
 			return x
 		}
-		n := len(x.keys)
-		c := &Obj{keys: make([]string, n, n+2), vals: make([]any, n, n+2)}
-		copy(c.keys, x.keys)
-		for i, e := range x.vals {
-			c.vals[i] = DeepCopy(e)
+		if depth >= maxEncodeDepth {
+			unsupported("JSON nesting deeper than %d", maxEncodeDepth)
+		}
+		c := newObjOf(x.keys, x.vals, 2)
+		for i, e := range c.vals {
+			c.vals[i] = deepCopy(e, depth+1)
 		}
 		return c
 	}

@@ -29,39 +29,6 @@ var escapeForm = func() [256]string {
 	return t
 }()
 
-// stringByte classifies bytes inside a string: 0 is plain ASCII, 1 ends the
-// fast scan ('"', '\\', controls), 2 is non-ASCII (needs a UTF-8 check).
-var stringByte = func() (t [256]uint8) {
-	for c := 0; c < 0x20; c++ {
-		t[c] = 1
-	}
-	t['"'], t['\\'] = 1, 1
-	for c := 0x80; c < 0x100; c++ {
-		t[c] = 2
-	}
-	return t
-}()
-
-// skipPlain returns the first position from i, in steps of 8 bytes, where a
-// word of s holds a byte that is not plain ASCII (a control, '"', '\\' or a
-// byte of a multi-byte character): string scans skip clean runs at once.
-func skipPlain[T string | []byte](s T, i int) int {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	for i+8 <= len(s) {
-		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-		quote, backslash := x^(ones*'"'), x^(ones*'\\')
-		// Each term has a byte's high bit set when that byte is below 0x20,
-		// a quote, a backslash or non-ASCII; borrows can only add false alarms.
-		special := (x-ones*0x20)&^x | (quote-ones)&^quote | (backslash-ones)&^backslash | x
-		if special&highs != 0 {
-			return i
-		}
-		i += 8
-	}
-	return i
-}
-
 // Encode appends to dst exactly the bytes orjson.dumps(v) gives: compact, keys
 // in insertion order, non-ASCII as raw UTF-8.
 func Encode(dst []byte, v any) []byte {
@@ -107,7 +74,11 @@ func encodeValue(dst []byte, v any, depth int) []byte {
 			}
 			dst = appendString(dst, k)
 			dst = append(dst, ':')
-			dst = encodeValue(dst, x.vals[i], depth+1)
+			if s, isString := x.vals[i].(string); isString { // the most common value
+				dst = appendString(dst, s)
+			} else {
+				dst = encodeValue(dst, x.vals[i], depth+1)
+			}
 		}
 		return append(dst, '}')
 	}
@@ -115,16 +86,24 @@ func encodeValue(dst []byte, v any, depth int) []byte {
 	return dst
 }
 
-// appendString writes s as a JSON string. Runs of bytes that need no escape
-// are copied in one step.
+// appendString writes s as a JSON string. Most strings need no escape and
+// are copied whole; otherwise runs between escapes are copied in one step.
 func appendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
+	i := scanPlainString(s, 0)
+	if i == len(s) {
+		dst = append(dst, '"')
+		dst = append(dst, s...)
+		return append(dst, '"')
+	}
+	return appendEscaped(append(dst, '"'), s, i)
+}
+
+// appendEscaped finishes appendString from s[i], the first byte that is not
+// plain ASCII.
+func appendEscaped(dst []byte, s string, i int) []byte {
 	start := 0
 	nonASCII := false
-	for i := 0; i < len(s); i++ {
-		if i = skipPlain(s, i); i >= len(s) {
-			break
-		}
+	for ; i < len(s); i++ {
 		switch c := s[i]; stringByte[c] {
 		case 2:
 			nonASCII = true

@@ -3,26 +3,11 @@ package foldcore
 import (
 	"strconv"
 	"sync"
-	"unicode/utf8"
 )
 
 // maxParseDepth is where Parse stops descending; orjson accepts up to 1024
 // levels, so anything deeper than this is given up on rather than rejected.
 const maxParseDepth = 512
-
-// internSlots is the size of the per-parser cache of repeated strings (a
-// power of two); pod JSON repeats keys, enum values and UIDs on every line.
-const internSlots = 4096
-
-// internMaxLen is the longest string the cache holds.
-const internMaxLen = 64
-
-// internSlot is one cached string, with its value already boxed as an any so
-// that a repeated string value costs no allocation at all.
-type internSlot struct {
-	s string
-	v any
-}
 
 // SyntaxError reports input orjson.loads would reject.
 type SyntaxError struct {
@@ -37,49 +22,15 @@ func (e *SyntaxError) Error() string {
 
 // parser holds one parse's cursor plus buffers reused across parses.
 type parser struct {
-	data    []byte
-	pos     int
-	err     error
-	keys    []string // pending object keys of all open objects
-	vals    []any    // pending values of all open objects and arrays
-	scratch []byte   // decoded bytes of a string with escapes
-	intern  [internSlots]internSlot
-
-	// Slabs that parsed objects and lists are carved from, a few allocations
-	// per many values; each piece is capped so appending to it reallocates.
-	keySlab []string
-	valSlab []any
-	objSlab []Obj
-}
-
-// slabSize is how many elements a fresh slab holds.
-const slabSize = 1024
-
-func (p *parser) newKeys(n int) []string {
-	if n > len(p.keySlab) {
-		p.keySlab = make([]string, max(n, slabSize))
-	}
-	s := p.keySlab[:n:n]
-	p.keySlab = p.keySlab[n:]
-	return s
-}
-
-func (p *parser) newVals(n int) []any {
-	if n > len(p.valSlab) {
-		p.valSlab = make([]any, max(n, slabSize))
-	}
-	s := p.valSlab[:n:n]
-	p.valSlab = p.valSlab[n:]
-	return s
-}
-
-func (p *parser) newObj() *Obj {
-	if len(p.objSlab) == 0 {
-		p.objSlab = make([]Obj, slabSize/4)
-	}
-	o := &p.objSlab[0]
-	p.objSlab = p.objSlab[1:]
-	return o
+	data     []byte
+	pos      int
+	err      error
+	keys     []string // pending object keys of all open objects
+	vals     []any    // pending values of all open objects and arrays
+	scratch  []byte   // decoded bytes of a string with escapes
+	top      *Obj     // where a top-level object goes (parseInto); nil: a new object
+	keyCache [keySlots]string
+	intern   [internSlots]internSlot
 }
 
 var parserPool = sync.Pool{New: func() any {
@@ -95,11 +46,17 @@ var parserPool = sync.Pool{New: func() any {
 // past int64, duplicate keys, nesting deeper than maxParseDepth) gives
 // ErrUnsupported.
 func Parse(data []byte) (any, error) {
+	return parseInto(data, nil)
+}
+
+// parseInto is Parse, except that a top-level object is built in top (when not nil), whatever
+// top held before: for a caller that is done with one document before it parses the next.
+func parseInto(data []byte, top *Obj) (any, error) {
 	p := parserPool.Get().(*parser)
-	p.data, p.pos, p.err = data, 0, nil
+	p.data, p.pos, p.err, p.top = data, 0, nil, top
 	v := p.document()
 	err := p.err
-	p.data = nil
+	p.data, p.top = nil, nil
 	clear(p.keys)
 	p.keys = p.keys[:0]
 	clear(p.vals)
@@ -142,6 +99,14 @@ func (p *parser) document() any {
 }
 
 func (p *parser) skipSpace() {
+	// Compact JSON has no whitespace: one test and out.
+	if p.pos >= len(p.data) || p.data[p.pos] > ' ' {
+		return
+	}
+	p.skipSpaceSlow()
+}
+
+func (p *parser) skipSpaceSlow() {
 	for p.pos < len(p.data) {
 		switch p.data[p.pos] {
 		case ' ', '\t', '\n', '\r':
@@ -262,7 +227,9 @@ func (p *parser) array(depth int) any {
 		}
 		p.skipSpace()
 	}
-	out := p.newVals(len(p.vals) - base)
+	// Each list and object gets its own allocation: a parsed value often outlives its line
+	// (a pod, a runtime snapshot), and must not keep the rest of a shared block alive.
+	out := make([]any, len(p.vals)-base)
 	copy(out, p.vals[base:])
 	clear(p.vals[base:])
 	p.vals = p.vals[:base]
@@ -278,7 +245,7 @@ func (p *parser) object(depth int) any {
 	p.skipSpace()
 	if p.pos < len(p.data) && p.data[p.pos] == '}' {
 		p.pos++
-		return &Obj{}
+		return newObj(0)
 	}
 	kbase, vbase := len(p.keys), len(p.vals)
 	for {
@@ -329,10 +296,15 @@ func (p *parser) object(depth int) any {
 		p.skipSpace()
 	}
 	n := len(p.keys) - kbase
-	o := p.newObj()
-	o.keys, o.vals = p.newKeys(n), p.newVals(n)
-	copy(o.keys, p.keys[kbase:])
-	copy(o.vals, p.vals[vbase:])
+	var o *Obj
+	if depth == 1 && p.top != nil {
+		o = p.top
+		o.keys = append(o.keys[:0], p.keys[kbase:]...)
+		o.vals = append(o.vals[:0], p.vals[vbase:]...)
+		o.index = nil
+	} else {
+		o = newObjOf(p.keys[kbase:], p.vals[vbase:], 0)
+	}
 	clear(p.keys[kbase:])
 	clear(p.vals[vbase:])
 	p.keys = p.keys[:kbase]
@@ -350,190 +322,4 @@ func (p *parser) object(depth int) any {
 		}
 	}
 	return o
-}
-
-// str decodes the string starting at the opening quote at p.pos.
-func (p *parser) str() string {
-	b := p.strBytes()
-	if p.err != nil {
-		return ""
-	}
-	if len(b) > internMaxLen {
-		return string(b)
-	}
-	return p.slot(b).s
-}
-
-// strValue is str boxed as an any, shared with earlier equal strings.
-func (p *parser) strValue() any {
-	b := p.strBytes()
-	if p.err != nil {
-		return nil
-	}
-	if len(b) > internMaxLen {
-		return string(b)
-	}
-	return p.slot(b).v
-}
-
-// strBytes decodes a string into bytes that stay valid until the next call.
-func (p *parser) strBytes() []byte {
-	p.pos++
-	start := p.pos
-	nonASCII := false
-	data := p.data
-	for i := start; i < len(data); i++ {
-		i = skipPlain(data, i)
-		if i >= len(data) {
-			break
-		}
-		switch stringByte[data[i]] {
-		case 0:
-			continue
-		case 2:
-			nonASCII = true
-			continue
-		}
-		p.pos = i
-		switch c := data[i]; {
-		case c == '"':
-			p.pos++
-			raw := data[start:i]
-			if nonASCII && !utf8.Valid(raw) {
-				p.fail("string is not valid UTF-8")
-				return nil
-			}
-			return raw
-		case c == '\\':
-			return p.escapedStr(start)
-		default:
-			p.fail("control character in string")
-			return nil
-		}
-	}
-	p.pos = len(data)
-	p.fail("unterminated string")
-	return nil
-}
-
-// slot returns the cache slot holding the short string b, filling it on a miss.
-func (p *parser) slot(b []byte) *internSlot {
-	h := uint32(2166136261)
-	for _, c := range b {
-		h = (h ^ uint32(c)) * 16777619
-	}
-	slot := &p.intern[h&(internSlots-1)]
-	if slot.v == nil || slot.s != string(b) {
-		s := string(b)
-		slot.s, slot.v = s, s
-	}
-	return slot
-}
-
-// escapedStr finishes a string whose first escape is at p.pos; start is the
-// first byte after the opening quote.
-func (p *parser) escapedStr(start int) []byte {
-	buf := p.scratch[:0]
-	segment := start
-	for p.pos < len(p.data) {
-		c := p.data[p.pos]
-		switch {
-		case c == '"':
-			buf = append(buf, p.data[segment:p.pos]...)
-			p.pos++
-			p.scratch = buf
-			if !utf8.Valid(buf) {
-				p.fail("string is not valid UTF-8")
-				return nil
-			}
-			return buf
-		case c < 0x20:
-			p.fail("control character in string")
-			return nil
-		case c != '\\':
-			p.pos++
-			continue
-		}
-		// Raw bytes never continue a sequence across an escape (the backslash
-		// is ASCII), so validating the whole buffer at the end is exact.
-		buf = append(buf, p.data[segment:p.pos]...)
-		if p.pos+1 >= len(p.data) {
-			p.fail("unexpected end of data")
-			return nil
-		}
-		e := p.data[p.pos+1]
-		p.pos += 2
-		switch e {
-		case '"', '\\', '/':
-			buf = append(buf, e)
-		case 'b':
-			buf = append(buf, '\b')
-		case 'f':
-			buf = append(buf, '\f')
-		case 'n':
-			buf = append(buf, '\n')
-		case 'r':
-			buf = append(buf, '\r')
-		case 't':
-			buf = append(buf, '\t')
-		case 'u':
-			r, ok := p.hex4()
-			if !ok {
-				return nil
-			}
-			switch {
-			case r >= 0xDC00 && r <= 0xDFFF:
-				p.fail("lone low surrogate")
-				return nil
-			case r >= 0xD800 && r <= 0xDBFF:
-				if p.pos+1 >= len(p.data) || p.data[p.pos] != '\\' || p.data[p.pos+1] != 'u' {
-					p.fail("high surrogate without a low one")
-					return nil
-				}
-				p.pos += 2
-				lo, ok := p.hex4()
-				if !ok {
-					return nil
-				}
-				if lo < 0xDC00 || lo > 0xDFFF {
-					p.fail("invalid low surrogate")
-					return nil
-				}
-				r = 0x10000 + (r-0xD800)<<10 + (lo - 0xDC00)
-			}
-			buf = utf8.AppendRune(buf, r)
-		default:
-			p.fail("invalid escape")
-			return nil
-		}
-		segment = p.pos
-	}
-	p.scratch = buf
-	p.fail("unterminated string")
-	return nil
-}
-
-// hex4 reads four hex digits at p.pos.
-func (p *parser) hex4() (rune, bool) {
-	if len(p.data)-p.pos < 4 {
-		p.fail("short \\u escape")
-		return 0, false
-	}
-	var r rune
-	for _, c := range p.data[p.pos : p.pos+4] {
-		r <<= 4
-		switch {
-		case c >= '0' && c <= '9':
-			r |= rune(c - '0')
-		case c >= 'a' && c <= 'f':
-			r |= rune(c-'a') + 10
-		case c >= 'A' && c <= 'F':
-			r |= rune(c-'A') + 10
-		default:
-			p.fail("bad hex digit in \\u escape")
-			return 0, false
-		}
-	}
-	p.pos += 4
-	return r, true
 }

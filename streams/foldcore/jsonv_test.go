@@ -10,8 +10,8 @@ import (
 	"testing"
 )
 
-// mustParse parses a test input that is known to be supported JSON.
-func mustParse(t testing.TB, s string) any {
+// parseForTest parses a test input that is known to be supported JSON.
+func parseForTest(t testing.TB, s string) any {
 	t.Helper()
 	v, err := Parse([]byte(s))
 	if err != nil {
@@ -32,7 +32,7 @@ func TestParseEncodeRoundTrip(t *testing.T) {
 		{`-9223372036854775808`, `-9223372036854775808`},
 	}
 	for _, c := range cases {
-		got := Encode(nil, mustParse(t, c.in))
+		got := Encode(nil, parseForTest(t, c.in))
 		if string(got) != c.want {
 			t.Errorf("Parse+Encode(%q) = %q, want %q", c.in, got, c.want)
 		}
@@ -67,7 +67,7 @@ func TestParseRejects(t *testing.T) {
 }
 
 func TestObjSemantics(t *testing.T) {
-	o := ObjOf(mustParse(t, `{"a":1,"b":2,"c":3}`))
+	o := ObjOf(parseForTest(t, `{"a":1,"b":2,"c":3}`))
 	o.Set("b", int64(20)) // keeps its position
 	o.Set("d", "x")       // appended
 	o.Delete("a")
@@ -78,7 +78,7 @@ func TestObjSemantics(t *testing.T) {
 		t.Errorf("SetDefault on a present key = %v", v)
 	}
 	c := o.Copy()
-	c.Update(ObjOf(mustParse(t, `{"e":1,"b":false}`)))
+	c.Update(ObjOf(parseForTest(t, `{"e":1,"b":false}`)))
 	if got := string(Encode(nil, c)); got != `{"b":false,"c":3,"d":"x","e":1}` {
 		t.Errorf("Update: %s", got)
 	}
@@ -97,34 +97,93 @@ func TestObjSemantics(t *testing.T) {
 	}
 }
 
+// referenceEncodeString is the byte-at-a-time form of appendString.
+func referenceEncodeString(s string) string {
+	out := []byte{'"'}
+	for i := 0; i < len(s); i++ {
+		if esc := escapeForm[s[i]]; esc != "" {
+			out = append(out, esc...)
+		} else {
+			out = append(out, s[i])
+		}
+	}
+	return string(append(out, '"'))
+}
+
+// TestStringScanWords puts each kind of special byte at every position of
+// strings around the eight-byte word sizes the scans step by.
+func TestStringScanWords(t *testing.T) {
+	for n := 0; n <= 26; n++ {
+		for pos := 0; pos < max(n, 1); pos++ {
+			for _, special := range []string{"", "\"", "\\", "\n", "\x00", "\x1f", "\x7f", "\u00e9", "\u2028", "\U0001F600", " "} {
+				s := strings.Repeat("a", pos) + special + strings.Repeat("b", max(n-pos-1, 0))
+				got := string(Encode(nil, s))
+				if want := referenceEncodeString(s); got != want {
+					t.Fatalf("Encode(%q) = %s, want %s", s, got, want)
+				}
+				// Inside a document, so the scan can also run past the string.
+				doc := `{"k":` + got + `,"z":[` + got + `]}`
+				v, err := Parse([]byte(doc))
+				if err != nil || ObjOf(v).Get("k") != s || ListOf(ObjOf(v).Get("z"))[0] != s {
+					t.Fatalf("Parse(%s) = %v, %v", doc, v, err)
+				}
+				if v, err := Parse([]byte(got)); err != nil || v != s {
+					t.Fatalf("Parse(%s) = %q, %v", got, v, err)
+				}
+			}
+		}
+	}
+	for _, bad := range []string{"\"abcdefgh\x01\"", "\"abcdefghijklmno\xff\"", "\"abcdefghijklmnopq"} {
+		if _, err := Parse([]byte(bad)); err == nil || err == ErrUnsupported {
+			t.Errorf("Parse(%q) = %v, want a syntax error", bad, err)
+		}
+	}
+}
+
+// TestParsedValuesAreSeparate checks that values carved from the parser's
+// slabs do not share room: growing one never writes into another.
+func TestParsedValuesAreSeparate(t *testing.T) {
+	v := ListOf(parseForTest(t, `[{"a":1},{"b":2},[1],[2]]`))
+	ObjOf(v[0]).Set("c", int64(3))
+	_ = append(ListOf(v[2]), int64(9))
+	if got := string(Encode(nil, v)); got != `[{"a":1,"c":3},{"b":2},[1],[2]]` {
+		t.Errorf("after growing parsed values: %s", got)
+	}
+}
+
 func TestTruthyEqualDeepCopy(t *testing.T) {
 	for _, s := range []string{`null`, `false`, `0`, `""`, `[]`, `{}`} {
-		if Truthy(mustParse(t, s)) {
+		if Truthy(parseForTest(t, s)) {
 			t.Errorf("Truthy(%s) = true", s)
 		}
 	}
 	for _, s := range []string{`true`, `-1`, `"0"`, `[null]`, `{"a":null}`} {
-		if !Truthy(mustParse(t, s)) {
+		if !Truthy(parseForTest(t, s)) {
 			t.Errorf("Truthy(%s) = false", s)
 		}
 	}
 	equal := [][2]string{{`{"a":1,"b":[1,2]}`, `{"b":[1,2],"a":1}`}, {`true`, `1`}, {`[false]`, `[0]`}, {`null`, `null`}}
 	for _, p := range equal {
-		if !Equal(mustParse(t, p[0]), mustParse(t, p[1])) {
+		if !Equal(parseForTest(t, p[0]), parseForTest(t, p[1])) {
 			t.Errorf("Equal(%s, %s) = false", p[0], p[1])
 		}
 	}
 	differ := [][2]string{{`[1,2]`, `[2,1]`}, {`{"a":1}`, `{"a":1,"b":1}`}, {`"1"`, `1`}, {`null`, `0`}, {`{"a":null}`, `{"b":null}`}, {`true`, `2`}}
 	for _, p := range differ {
-		if Equal(mustParse(t, p[0]), mustParse(t, p[1])) {
+		if Equal(parseForTest(t, p[0]), parseForTest(t, p[1])) {
 			t.Errorf("Equal(%s, %s) = true", p[0], p[1])
 		}
 	}
-	orig := mustParse(t, `{"a":[{"b":1}]}`)
+	orig := parseForTest(t, `{"a":[{"b":1}]}`)
 	cp := DeepCopy(orig)
 	ObjOf(ListOf(ObjOf(cp).Get("a"))[0]).Set("b", int64(2))
 	if string(Encode(nil, orig)) != `{"a":[{"b":1}]}` {
 		t.Errorf("DeepCopy shares nested objects")
+	}
+	// json_copy and orjson.dumps raise on values nested too deep to encode.
+	deep := parseForTest(t, strings.Repeat("[", 300)+strings.Repeat("]", 300))
+	if !panicsUnsupported(func() { DeepCopy(deep) }) || !panicsUnsupported(func() { Encode(nil, deep) }) {
+		t.Errorf("copied or encoded a value nested 300 deep")
 	}
 }
 
@@ -145,8 +204,8 @@ func TestJSONVectors(t *testing.T) {
 	sc.Buffer(make([]byte, 1<<20), 1<<26)
 	var total, gaveUp int
 	for sc.Scan() {
-		vec := ObjOf(mustParse(t, sc.Text()))
-		in := b64(t, vec.Get("in"))
+		vec := ObjOf(parseForTest(t, sc.Text()))
+		in := decodeBase64(t, vec.Get("in"))
 		out, _ := StrOf(vec.Get("out"))
 		total++
 		v, err := Parse(in)
@@ -165,7 +224,7 @@ func TestJSONVectors(t *testing.T) {
 			}
 			gaveUp++
 		default:
-			want := b64(t, out)
+			want := decodeBase64(t, out)
 			if got := Encode(nil, v); !bytes.Equal(got, want) {
 				t.Errorf("Encode(Parse(%q)) = %q, want %q", in, got, want)
 			}
@@ -179,12 +238,12 @@ func TestJSONVectors(t *testing.T) {
 
 // panicsUnsupported reports whether f gives up with an Unsupported panic.
 func panicsUnsupported(f func()) bool {
-	_, gaveUp := givesUp(f)
+	_, gaveUp := gaveUpReason(f)
 	return gaveUp
 }
 
-// givesUp runs f and returns the reason it gave up with, if it did.
-func givesUp(f func()) (reason string, gaveUp bool) {
+// gaveUpReason runs f and returns the reason it gave up with, if it did.
+func gaveUpReason(f func()) (reason string, gaveUp bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			u, ok := r.(Unsupported)
@@ -198,7 +257,7 @@ func givesUp(f func()) (reason string, gaveUp bool) {
 	return "", false
 }
 
-func b64(t testing.TB, v any) []byte {
+func decodeBase64(t testing.TB, v any) []byte {
 	s, _ := StrOf(v)
 	b, err := base64.StdEncoding.DecodeString(s)
 	if err != nil {
@@ -221,7 +280,7 @@ func BenchmarkParse(b *testing.B) {
 }
 
 func BenchmarkEncode(b *testing.B) {
-	v := mustParse(b, benchLine)
+	v := parseForTest(b, benchLine)
 	buf := make([]byte, 0, 4096)
 	b.SetBytes(int64(len(benchLine)))
 	for b.Loop() {

@@ -64,6 +64,10 @@ func Replay(in io.Reader, out io.Writer, progress func(lines int64)) (stats Stat
 	}()
 	reader := bufio.NewReaderSize(in, 1<<20)
 	var long []byte
+	// One line decoded at a time, into the same object and event: Apply keeps none of either, only
+	// values below them.
+	var ev Event
+	var lineObj Obj
 	for {
 		line, rerr := reader.ReadSlice('\n')
 		if errors.Is(rerr, bufio.ErrBufferFull) {
@@ -80,8 +84,8 @@ func Replay(in io.Reader, out io.Writer, progress func(lines int64)) (stats Stat
 				progress(stats.Lines)
 			}
 			if !isBlank(line) {
-				at, ev := ParseLine(stats.Lines, bytes.TrimRight(line, "\n"))
-				fold.Apply(at, ev)
+				at := parseLineInto(stats.Lines, bytes.TrimRight(line, "\n"), &ev, &lineObj)
+				fold.Apply(at, &ev)
 			}
 		}
 		if rerr == io.EOF {

@@ -120,8 +120,8 @@ func pyLen(v any, what string) int {
 // normalizeInPlace is normalize_in_place (normalizeStatus): status, its lists, container statuses
 // and conditions are changed in place; a container state that needs a change is replaced by a
 // changed copy, since states may be shared with the cached status.
-func normalizeInPlace(pod, status *Obj) *Obj {
-	budget := messageBudget(pod)
+func normalizeInPlace(pf *podFacts, status *Obj) *Obj {
+	budget := pf.messageBudget()
 	for _, key := range containerLists {
 		for _, cs := range asList(status.Get(key), key) {
 			normalizeContainerStatus(objItem(cs, key), budget)
@@ -144,7 +144,7 @@ func normalizeInPlace(pod, status *Obj) *Obj {
 		}
 	}
 	if list := status.Get("initContainerStatuses"); Truthy(list) {
-		status.Set("initContainerStatuses", sortedInSpecOrder(pod, asList(list, "initContainerStatuses")))
+		status.Set("initContainerStatuses", sortedInSpecOrder(pf.pod, asList(list, "initContainerStatuses")))
 	}
 	return status
 }

@@ -3,19 +3,6 @@ package foldcore
 // The status manager's rules (streams/status_manager.py, the kubelet's pkg/kubelet/status):
 // SetPodStatus is updateStatusInternal, TerminatePodStatus is TerminatePod's status rewrite.
 
-// smTransitionTimed are the condition types whose lastTransitionTime the status manager keeps
-// (updateLastTransitionTime).
-var smTransitionTimed = func() map[string]bool {
-	set := map[string]bool{"PodHasNetwork": true}
-	for kind := range KubeletOwnedConditions {
-		set[kind] = true
-	}
-	for kind := range SharedConditions {
-		set[kind] = true
-	}
-	return set
-}()
-
 // SetPodStatus is set_pod_status (updateStatusInternal) for a freshly generated status new, which
 // it takes over: it may change new, its lists, container statuses and conditions in place, never
 // what lies below them, and never cached. It returns the status to store under newVersion, or a
@@ -23,6 +10,13 @@ var smTransitionTimed = func() map[string]bool {
 // state transition. built says new is GenerateAPIStatus's: over a canonical old status only its
 // conditions and container states need making canonical; otherwise the whole status is.
 func SetPodStatus(pod, cached *Obj, version int64, new *Obj, now string, force, built bool) (status *Obj, newVersion int64) {
+	return setPodStatus(&podFacts{pod: pod}, cached, version, new, now, force, built)
+}
+
+// setPodStatus is SetPodStatus of the pod pf answers for; now is a string (boxed once for the
+// places it goes).
+func setPodStatus(pf *podFacts, cached *Obj, version int64, new *Obj, now any, force, built bool) (status *Obj, newVersion int64) {
+	pod := pf.pod
 	old := cached
 	if old == nil {
 		old = asObj(pod.Get("status"), "pod status")
@@ -30,7 +24,7 @@ func SetPodStatus(pod, cached *Obj, version int64, new *Obj, now string, force, 
 			old = NewObj(0)
 		}
 	}
-	if illegalTransition(old, new, pod) {
+	if illegalTransition(old, new, pf) {
 		return nil, version
 	}
 	status = new
@@ -40,7 +34,7 @@ func SetPodStatus(pod, cached *Obj, version int64, new *Obj, now string, force, 
 			if !isList {
 				unsupported("generated conditions are a %T", conditions)
 			}
-			status.Set("conditions", canonicalConditions(old, list, now))
+			canonicalConditions(old, list, now) // in place: status holds the list already
 		}
 		start := old.Get("startTime")
 		if !Truthy(start) {
@@ -50,7 +44,7 @@ func SetPodStatus(pod, cached *Obj, version int64, new *Obj, now string, force, 
 			start = now
 		}
 		status.Set("startTime", truncateTime(start))
-		normalizeGenerated(pod, status)
+		normalizeGenerated(pf, status)
 	} else {
 		updateLastTransitionTimes(old, status, now)
 		if start := old.Get("startTime"); Truthy(start) {
@@ -58,7 +52,7 @@ func SetPodStatus(pod, cached *Obj, version int64, new *Obj, now string, force, 
 		} else if !Truthy(status.Get("startTime")) {
 			status.Set("startTime", now)
 		}
-		status = semanticObj(normalizeInPlace(pod, status))
+		status = semanticObj(normalizeInPlace(pf, status))
 		for _, item := range asList(status.Get("conditions"), "conditions") {
 			objItem(item, "conditions").SetDefault("lastProbeTime", nil) // as the API shows it
 		}
@@ -72,8 +66,8 @@ func SetPodStatus(pod, cached *Obj, version int64, new *Obj, now string, force, 
 // illegalTransition is check_container_state_transition returning an error: a container that may
 // not restart (by the pod's restart policy) left its terminated state, or the init container
 // statuses do not match the spec.
-func illegalTransition(old, new, pod *Obj) bool {
-	policy := RestartPolicy(pod)
+func illegalTransition(old, new *Obj, pf *podFacts) bool {
+	policy := pf.restartPolicy()
 	if policy == "Always" {
 		return false
 	}
@@ -91,7 +85,7 @@ func illegalTransition(old, new, pod *Obj) bool {
 			return true
 		}
 	}
-	specInit := asList(asObj(pod.Get("spec"), "spec").Get("initContainers"), "initContainers")
+	specInit := asList(asObj(pf.pod.Get("spec"), "spec").Get("initContainers"), "initContainers")
 	oldInit := asList(old.Get("initContainerStatuses"), "initContainerStatuses")
 	newInit := statusesOf(new.Get("initContainerStatuses"), "initContainerStatuses")
 	for i, item := range oldInit {
@@ -171,119 +165,9 @@ func kubeletEqualCanonical(old, new *Obj) bool {
 		if key == "conditions" {
 			continue // new's own conditions on both sides
 		}
-		if v, ok := old.Lookup(key); !ok || !Equal(v, values[i]) {
+		if v, ok := old.lookupAt(key, i); !ok || !Equal(v, values[i]) {
 			return false
 		}
 	}
 	return ownedConditionsMatch(old, new)
-}
-
-// ownedConditionsMatch is _owned_conditions_match: every kubelet-owned or shared condition of new
-// is in old with the same status, reason and message (times are ignored).
-func ownedConditionsMatch(old, new *Obj) bool {
-	oldConditions := conditionsOf(old)
-	for _, item := range asList(new.Get("conditions"), "conditions") {
-		cond := objItem(item, "conditions")
-		kind := cond.Get("type")
-		if !InConditionSet(KubeletOwnedConditions, kind) && !InConditionSet(SharedConditions, kind) {
-			continue
-		}
-		before := lastOfType(oldConditions, kind.(string))
-		if before != nil && Equal(before, cond) {
-			continue
-		}
-		if before == nil {
-			return false
-		}
-		for _, field := range [...]string{"status", "reason", "message"} {
-			if !Equal(smGetOr(before, field, ""), smGetOr(cond, field, "")) {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// smGetOr is Python's o.get(key, fallback).
-func smGetOr(o *Obj, key string, fallback any) any {
-	if v, ok := o.Lookup(key); ok {
-		return v
-	}
-	return fallback
-}
-
-// conditionsOf is a status's conditions, each an object with a hashable type; lastOfType reads
-// them as {c.get("type"): c for c in conditions}.
-func conditionsOf(status *Obj) []*Obj {
-	items := asList(status.Get("conditions"), "conditions")
-	if len(items) == 0 {
-		return nil
-	}
-	out := make([]*Obj, len(items))
-	for i, item := range items {
-		out[i] = objItem(item, "conditions")
-		checkHashable(out[i].Get("type"), "a condition type")
-	}
-	return out
-}
-
-// lastOfType is the last condition of type kind, or nil.
-func lastOfType(conditions []*Obj, kind string) *Obj {
-	for i := len(conditions) - 1; i >= 0; i-- {
-		if t, ok := conditions[i].Get("type").(string); ok && t == kind {
-			return conditions[i]
-		}
-	}
-	return nil
-}
-
-// updateLastTransitionTimes is update_last_transition_times, in place on new's conditions: a
-// condition keeps its old time while its status stays; otherwise it gets now.
-func updateLastTransitionTimes(old, new *Obj, now string) {
-	oldConditions := conditionsOf(old)
-	for _, item := range asList(new.Get("conditions"), "conditions") {
-		cond := objItem(item, "conditions")
-		if !InConditionSet(smTransitionTimed, cond.Get("type")) {
-			continue
-		}
-		cond.SetDefault("lastProbeTime", nil)
-		cond.Set("lastTransitionTime", transitionTime(oldConditions, cond, now))
-	}
-}
-
-// transitionTime is _transition_time for a condition of a timed (string) type.
-func transitionTime(oldConditions []*Obj, cond *Obj, now string) any {
-	previous := lastOfType(oldConditions, cond.Get("type").(string))
-	if previous != nil && Equal(previous.Get("status"), cond.Get("status")) {
-		if kept := previous.Get("lastTransitionTime"); Truthy(kept) {
-			return kept
-		}
-	}
-	return now
-}
-
-// canonicalConditions is _canonical_conditions: updateLastTransitionTimes, normalized and in
-// canonical form, condition by condition. A timed condition old holds in exactly the canonical
-// form it would get is that stored object itself, shared (stored statuses are never changed).
-func canonicalConditions(old *Obj, conditions []any, now string) []any {
-	oldConditions := conditionsOf(old)
-	out := make([]any, 0, len(conditions))
-	for _, item := range conditions {
-		cond := objItem(item, "conditions")
-		kind := cond.Get("type")
-		if !InConditionSet(smTransitionTimed, kind) {
-			out = append(out, canonicalCondition(cond, nil))
-			continue
-		}
-		previous := lastOfType(oldConditions, kind.(string))
-		switch {
-		case previous == nil:
-			out = append(out, canonicalCondition(cond, now))
-		case isCanonicalCondition(previous, cond): // the same status: it keeps its time
-			out = append(out, previous)
-		default:
-			out = append(out, canonicalCondition(cond, transitionTime(oldConditions, cond, now)))
-		}
-	}
-	return out
 }

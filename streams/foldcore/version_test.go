@@ -10,7 +10,7 @@ import (
 func TestAppendVersion(t *testing.T) {
 	v := &Version{
 		UID: "u-1", Namespace: "default", Name: "web\u00e9", Node: "n\"1", Version: 3,
-		Status:                     ObjOf(mustParse(t, `{"phase":"Running","conditions":[]}`)),
+		Status:                     ObjOf(parseForTest(t, `{"phase":"Running","conditions":[]}`)),
 		CouldHaveRunningContainers: true, Static: true, MirrorUID: "m-1", Deleting: true,
 		Cause: Cause{Kind: "pleg:ContainerDied", Topic: "pleg", Partition: 1, Offset: 42, TsMs: 1700000000000},
 		TsMs:  1700000000000, Rules: 1,
@@ -28,9 +28,9 @@ func TestAppendVersion(t *testing.T) {
 	}
 }
 
-// versionOf reads a pod-status-history line back into a Version.
-func versionOf(t *testing.T, line []byte) *Version {
-	o := ObjOf(mustParse(t, string(line)))
+// versionFromLine reads a pod-status-history line back into a Version.
+func versionFromLine(t *testing.T, line []byte) *Version {
+	o := ObjOf(parseForTest(t, string(line)))
 	c := ObjOf(o.Get("cause"))
 	return &Version{
 		UID: o.Get("uid").(string), Namespace: o.Get("namespace").(string), Name: o.Get("name").(string),
@@ -64,7 +64,7 @@ func TestVersionVectors(t *testing.T) {
 	for sc.Scan() {
 		line := sc.Bytes()
 		n++
-		buf = AppendVersion(buf[:0], versionOf(t, line))
+		buf = AppendVersion(buf[:0], versionFromLine(t, line))
 		if !bytes.Equal(buf, line) {
 			t.Fatalf("line %d\n got %s\nwant %s", n, buf, line)
 		}

@@ -39,6 +39,7 @@ func main() {
 		defer file.Close()
 		in = file
 	}
+	paceGC()
 	started := time.Now()
 	var report func(int64)
 	if *progress {
