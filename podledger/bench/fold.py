@@ -46,6 +46,7 @@ class FoldFigures:
     offline_events_per_s: float = 0.0  # `podledger fold`: the native core where it covers the input
     offline_python_events_per_s: float = 0.0  # the Python fold (streams/replay.py)
     offline_core_events_per_s: float = float("nan")  # the native fold core (streams/foldcore/)
+    offline_core_events_per_cpu_s: float = float("nan")  # ... per second of its CPU time
     offline_identical: int = -1  # the core's history byte for byte Python's: 1 yes, 0 no, -1 no core
     offline_floor_events_per_s: float = 0.0  # offline, inputs read and outputs written, no fold
     raw_events_per_s: float = 0.0
@@ -79,6 +80,7 @@ class FoldFigures:
             f" offline_python_events_per_s={self.offline_python_events_per_s:.0f}"
             f" offline_core_events_per_s={self.offline_core_events_per_s:.0f}"
             f" offline_identical={self.offline_identical}"
+            f" offline_core_events_per_cpu_s={self.offline_core_events_per_cpu_s:.0f}"
         )
 
 
@@ -133,6 +135,7 @@ def bench_fold(
     figures.offline_events_per_s = offline.events_per_s
     figures.offline_python_events_per_s = offline.python_events_per_s
     figures.offline_core_events_per_s = offline.core_events_per_s
+    figures.offline_core_events_per_cpu_s = offline.core_events_per_cpu_s
     figures.offline_identical = offline.identical
     figures.offline_floor_events_per_s = offline.floor_events_per_s
 
@@ -307,9 +310,9 @@ def print_fold(figures: FoldFigures, *, pods: int, events: int, partitions: int)
     print(f"offline fold (same messages):       {figures.offline_events_per_s:,.0f} events/s")
     print(
         f"  Python fold {figures.offline_python_events_per_s:,.0f}, native core"
-        f" {figures.offline_core_events_per_s:,.0f} events/s"
-        f" ({figures.offline_core_events_per_s / figures.offline_python_events_per_s:.1f}x;"
-        f" history byte for byte Python's: {_IDENTICAL[figures.offline_identical]})"
+        f" {figures.offline_core_events_per_s:,.0f} events/s, {figures.offline_core_events_per_cpu_s:,.0f}"
+        f" per CPU second ({figures.offline_core_events_per_s / figures.offline_python_events_per_s:.1f}x"
+        f" the Python fold; history byte for byte Python's: {_IDENTICAL[figures.offline_identical]})"
     )
     print(
         f"offline floor (read, write, no fold): {figures.offline_floor_events_per_s:,.0f} events/s"

@@ -5,6 +5,7 @@ alone) under both."""
 
 from __future__ import annotations
 
+import resource
 import statistics
 import tempfile
 import time
@@ -27,12 +28,18 @@ class OfflineFigures:
     python_events_per_s: float = 0.0
     floor_events_per_s: float = 0.0  # reading every input and writing every output, no fold
     core_events_per_s: float = float("nan")  # nan: no core, or it did not cover the workload
+    core_events_per_cpu_s: float = float("nan")  # the same per second of the core's CPU time (all threads)
     identical: int = -1  # 1: the core's history is byte for byte Python's; 0: it is not; -1: no core
 
     @property
     def events_per_s(self) -> float:
         """What `podledger fold` runs at: the core when it is there and covers the input."""
         return self.core_events_per_s if self.identical == 1 else self.python_events_per_s
+
+
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def bench_offline(lines: list[bytes], core_setting: str) -> OfflineFigures:
@@ -56,21 +63,25 @@ def bench_offline(lines: list[bytes], core_setting: str) -> OfflineFigures:
         source = Path(spool) / "input.jsonl"
         source.write_bytes(b"".join(line + b"\n" for line in lines))
         rates: list[float] = []
+        cpu_rates: list[float] = []
         for _ in range(CORE_RUNS):
             with open(Path(spool) / "history.jsonl", "w+b") as out:
-                t = time.monotonic()
+                t, cpu = time.monotonic(), _children_cpu_s()
                 result = fold_file(core, source, out)
-                elapsed = time.monotonic() - t
+                elapsed, cpu = time.monotonic() - t, _children_cpu_s() - cpu
                 if isinstance(result, GaveUp):
                     say(f"offline fold, native core: does not cover line {result.line} ({result.reason})")
                     return figures
                 rates.append(len(lines) / elapsed)
+                cpu_rates.append(len(lines) / cpu if cpu > 0 else float("nan"))
                 out.seek(0)
                 figures.identical = int(out.read() == history)
     figures.core_events_per_s = statistics.median(rates)
+    figures.core_events_per_cpu_s = statistics.median(cpu_rates)
     verdict = "identical to" if figures.identical else "DIFFERS from"
     say(
         f"offline fold, native core: {figures.core_events_per_s:.0f} events/s (median of {CORE_RUNS},"
-        f" process start included); history {verdict} Python's"
+        f" process start included), {figures.core_events_per_cpu_s:.0f} per CPU second;"
+        f" history {verdict} Python's"
     )
     return figures

@@ -25,7 +25,7 @@ type Record struct {
 	Terminating, Terminated, Finished  bool
 	Status                             *Obj // nil before the first version
 	Version                            int64
-	Applied                            appliedOffsets
+	applied                            appliedOffsets // {topic: highest offset applied}
 
 	gen *genPod // what generation read of Pod; nil until it is read
 }
@@ -176,7 +176,7 @@ func (f *Fold) Apply(at Coordinates, ev *Event) {
 		unsupported("event from node %q for pod %s bound to %q (a forged dead letter)", ev.Node, record.UID, record.Node)
 	}
 	if record != nil {
-		if last, ok := record.Applied.get(at.Topic); ok && last >= at.Offset {
+		if last, ok := record.applied.get(at.Topic); ok && last >= at.Offset {
 			return // already applied: a redelivery or a replay
 		}
 	}
@@ -192,8 +192,8 @@ func (f *Fold) Apply(at Coordinates, ev *Event) {
 		f.Records[ev.UID] = record
 		f.Pods[ev.UID] = struct{}{}
 	}
-	if last, ok := record.Applied.get(at.Topic); !ok || at.Offset > last {
-		record.Applied.set(at.Topic, at.Offset)
+	if last, ok := record.applied.get(at.Topic); !ok || at.Offset > last {
+		record.applied.set(at.Topic, at.Offset)
 	}
 	terminate := false
 	switch at.Topic {

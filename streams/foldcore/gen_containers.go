@@ -120,8 +120,9 @@ func convertRuntimeContainer(pool *statusPool, rc *Obj, old *Obj, kind string) *
 	f.add("state", state)
 	f.add("lastState", emptyObjOr(old.Get("lastState")))
 	f.add("ready", false)
-	status := f.into(pool.obj())                                              // with room for started (applyProbeResults)
-	if old != nil && stateField(rc) == "unknown" && state.Has("terminated") { // it vanished running
+	status := f.into(pool.obj()) // with room for started (applyProbeResults)
+	if old != nil && stateField(rc) == "unknown" && state.Has("terminated") {
+		// It vanished while running.
 		status.Set("restartCount", addOne(intOr0(old.Get("restartCount"))))
 	}
 	return status

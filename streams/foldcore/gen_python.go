@@ -15,6 +15,10 @@ func asObj(v any, what string) *Obj {
 	if o, ok := v.(*Obj); ok {
 		return o
 	}
+	return notAnObj(v, what) // apart, so that asObj is inlined
+}
+
+func notAnObj(v any, what string) *Obj {
 	if Truthy(v) {
 		unsupported("%s is a %T, not an object", what, v)
 	}
@@ -27,6 +31,10 @@ func asList(v any, what string) []any {
 	if l, ok := v.([]any); ok {
 		return l
 	}
+	return notAList(v, what) // apart, so that asList is inlined
+}
+
+func notAList(v any, what string) []any {
 	if Truthy(v) {
 		unsupported("%s is a %T, not a list", what, v)
 	}

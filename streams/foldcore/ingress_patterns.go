@@ -15,18 +15,35 @@ func isAlnumLower(c byte) bool { return (c >= 'a' && c <= 'z') || (c >= '0' && c
 
 // isToken: an ASCII letter or digit, then letters, digits, '_' or '-'.
 func isToken(s string) bool {
-	if s == "" {
+	if s == "" || tokenByte[s[0]] != tokenAlnum {
 		return false
 	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		ok := (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || (i > 0 && (c == '_' || c == '-'))
-		if !ok {
+	for i := 1; i < len(s); i++ {
+		if tokenByte[s[i]] == 0 {
 			return false
 		}
 	}
 	return true
 }
+
+// tokenByte classifies the bytes of a token: an ASCII letter or digit, or '_' and '-' (which may
+// not start one), or 0 for any other byte.
+var tokenByte = func() (t [256]uint8) {
+	for c := 0; c < 256; c++ {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+			t[c] = tokenAlnum
+		case c == '_' || c == '-':
+			t[c] = tokenPunct
+		}
+	}
+	return t
+}()
+
+const (
+	tokenAlnum = 1
+	tokenPunct = 2
+)
 
 // isDNSLabel: lower-case letters, digits and '-', starting and ending with a
 // letter or digit.

@@ -1,8 +1,8 @@
 package foldcore
 
-// The keys the fold looks up. Parse hands out these very strings (the string constants of the
-// same text in the code share their bytes), so that a lookup's key comparison finds the two
-// strings at the same address and stops there, without reading either one's bytes.
+// The keys the fold and the schema test look up. Parse hands out these very strings (the string
+// constants of the same text in the code share their bytes), so that a lookup's key comparison
+// finds the two strings at the same address and stops there, without reading either one's bytes.
 
 // knownKeys maps each key to itself.
 var knownKeys = func() map[string]string {

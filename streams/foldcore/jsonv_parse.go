@@ -259,7 +259,8 @@ func (p *parser) object(depth int) any {
 		}
 		if len(p.keys)-kbase < indexThreshold {
 			for _, seen := range p.keys[kbase:] {
-				if seen == k {
+				// Keys differ in length or first byte, as a rule.
+				if len(seen) == len(k) && (k == "" || seen[0] == k[0]) && seen == k {
 					p.giveUp() // orjson keeps the last value; not modelled
 					return nil
 				}

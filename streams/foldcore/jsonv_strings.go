@@ -95,7 +95,7 @@ const internSlots = 4096
 // pod JSON are never pushed out by the many values, and their cache stays small.
 const keySlots = 512
 
-// internMaxLen is the longest string the cache holds.
+// internMaxLen is the longest string the caches hold.
 const internMaxLen = 64
 
 // internSlot is one cached string, with its value already boxed as an any so
@@ -105,7 +105,8 @@ type internSlot struct {
 	v any
 }
 
-// str decodes the string starting at the opening quote at p.pos.
+// str decodes the key starting at the opening quote at p.pos, shared with
+// earlier equal keys.
 func (p *parser) str() string {
 	b := p.strBytes()
 	if p.err != nil {
@@ -126,7 +127,8 @@ func (p *parser) str() string {
 	return *slot
 }
 
-// strValue is str boxed as an any, shared with earlier equal strings.
+// strValue decodes the string value starting at the opening quote at p.pos,
+// boxed as an any and shared with earlier equal values.
 func (p *parser) strValue() any {
 	b := p.strBytes()
 	if p.err != nil {

@@ -47,13 +47,20 @@ func isBlank(line []byte) bool {
 // was written to `out` by then must be discarded. `progress`, when set, is called every
 // ProgressLines lines.
 func Replay(in io.Reader, out io.Writer, progress func(lines int64)) (stats Stats, err error) {
-	w := bufio.NewWriterSize(out, 1<<20)
-	buf := make([]byte, 0, 8192)
-	fold := NewFold(func(v *Version) {
-		buf = AppendVersion(buf[:0], v)
-		buf = append(buf, '\n')
-		if _, werr := w.Write(buf); werr != nil {
+	// Lines are encoded straight into the output buffer, written out whenever it is nearly full:
+	// small enough to stay in the processor's cache.
+	buf := make([]byte, 0, outputBuffer+outputSlack)
+	flush := func() {
+		if _, werr := out.Write(buf); werr != nil {
 			panic(writeError{werr})
+		}
+		buf = buf[:0]
+	}
+	fold := NewFold(func(v *Version) {
+		buf = AppendVersion(buf, v)
+		buf = append(buf, '\n')
+		if len(buf) >= outputBuffer {
+			flush()
 		}
 		stats.Versions++
 	})
@@ -97,8 +104,15 @@ func Replay(in io.Reader, out io.Writer, progress func(lines int64)) (stats Stat
 	}
 	stats.Events = fold.Events
 	stats.Pods = int64(len(fold.Pods))
-	return stats, w.Flush()
+	if len(buf) > 0 {
+		flush()
+	}
+	return stats, nil
 }
+
+// outputBuffer is how many bytes of output Replay gathers before it writes them; outputSlack is
+// room for the line that crosses it (a longer one makes the buffer grow).
+const outputBuffer, outputSlack = 192 << 10, 64 << 10
 
 type writeError struct{ err error }
 

@@ -241,11 +241,15 @@ func pyContains(v any, key string) bool {
 
 // objItem is a list item Python reads with .get or [...]: it must be an object.
 func objItem(v any, what string) *Obj {
-	o, ok := v.(*Obj)
-	if !ok || o == nil {
-		unsupported("an item of %s is a %T, not an object", what, v)
+	if o, ok := v.(*Obj); ok && o != nil {
+		return o
 	}
-	return o
+	notAnItem(v, what) // apart, so that objItem is inlined
+	return nil
+}
+
+func notAnItem(v any, what string) {
+	unsupported("an item of %s is a %T, not an object", what, v)
 }
 
 // stringName is item["name"] where Python uses it as a sort key or a dict key; names of other

@@ -48,7 +48,7 @@ def test_bench_fold_with_workers_keeps_its_keys_and_adds_the_scaling(kafka_boots
         rf" floor_events_per_s={n} rss_mb={n} sign_us={n} verify_us={n} workers=2 events_per_s_n={n}"
         rf" events_per_cpu_s=(\d+|nan) gc_full_passes=(\d+) gc_longest_ms={n} latency_rate=0"
         rf" offline_floor_events_per_s=[1-9]\d* offline_python_events_per_s=[1-9]\d*"
-        rf" offline_core_events_per_s=[1-9]\d* offline_identical=1",
+        rf" offline_core_events_per_s=[1-9]\d* offline_identical=1 offline_core_events_per_cpu_s=[1-9]\d*",
         last,
     )
     assert match, result.stdout
