@@ -1,7 +1,6 @@
 package foldcore
 
 import (
-	"bufio"
 	"bytes"
 	"os"
 	"regexp"
@@ -233,17 +232,7 @@ func predicateOn(line []byte) (sure, known bool) {
 // "sure" (Python's fast schema test on it), "fields" (base64 of encode(event_fields(event))) and "attrs" (base64 of the
 // model's attributes that Event flattens).
 func TestIngressVectors(t *testing.T) {
-	path := os.Getenv("FOLDCORE_VECTORS_INGRESS")
-	if path == "" {
-		t.Skip("FOLDCORE_VECTORS_INGRESS not set")
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<26)
+	sc := vectorLines(t, "FOLDCORE_VECTORS_INGRESS")
 	var total, accepted, rejected, gaveUp int
 	for sc.Scan() {
 		vec := ObjOf(parseForTest(t, sc.Text()))

@@ -1,11 +1,9 @@
 package foldcore
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/base64"
 	"errors"
-	"os"
 	"strings"
 	"testing"
 )
@@ -191,17 +189,7 @@ func TestTruthyEqualDeepCopy(t *testing.T) {
 // FOLDCORE_VECTORS_JSON names: lines {"in": base64 input, "out": base64 of
 // orjson.dumps(orjson.loads(input)), or null when orjson rejects the input}.
 func TestJSONVectors(t *testing.T) {
-	path := os.Getenv("FOLDCORE_VECTORS_JSON")
-	if path == "" {
-		t.Skip("FOLDCORE_VECTORS_JSON not set")
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<26)
+	sc := vectorLines(t, "FOLDCORE_VECTORS_JSON")
 	var total, gaveUp int
 	for sc.Scan() {
 		vec := ObjOf(parseForTest(t, sc.Text()))

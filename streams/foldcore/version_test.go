@@ -1,9 +1,7 @@
 package foldcore
 
 import (
-	"bufio"
 	"bytes"
-	"os"
 	"testing"
 )
 
@@ -48,17 +46,7 @@ func versionFromLine(t *testing.T, line []byte) *Version {
 // names (pod-status-history values as the Python fold encodes them, one a
 // line) with AppendVersion and compares the bytes.
 func TestVersionVectors(t *testing.T) {
-	path := os.Getenv("FOLDCORE_VECTORS_VERSION")
-	if path == "" {
-		t.Skip("FOLDCORE_VECTORS_VERSION not set")
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<26)
+	sc := vectorLines(t, "FOLDCORE_VECTORS_VERSION")
 	n := 0
 	var buf []byte
 	for sc.Scan() {
