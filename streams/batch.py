@@ -29,6 +29,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from podledger.partitioner import partition_for_node
 from podledger.schemas import chain, cloud_events, from_dict, models
 from podledger.schemas.origin import Forged, Headers, Proof, claimed, verify
@@ -44,6 +46,10 @@ from podledger.streams.fold import (
     unusable,
 )
 from podledger.types import Topic
+
+# How a record holding events for an unannounced pod starts its `held` list as orjson writes it: no
+# record without it can hold any, so only the few stored records with it are decoded to be sure.
+HELD_MARK = b'"held":[['
 
 MARKER_PREFIX = b"\x00journal:"  # table keys of the per-partition journal markers; no UID starts so
 
@@ -101,11 +107,13 @@ def is_redelivery(marker: Mapping[str, Any], topic: str, offset: int) -> bool:
 
 @dataclass
 class Batch:
-    """The result of folding one batch; `changed` maps table key -> (partition, record or None)."""
+    """The result of folding one batch; `changed` maps table key -> (partition, record or None).
+    A record the native fold core changed is its fold-state bytes (streams/fold_core_live.py);
+    `stored_record` decodes either and `holds_events` reads either."""
 
     journal: list[tuple[int, Output]] = field(default_factory=list)
     outputs: list[tuple[int, Output]] = field(default_factory=list)
-    changed: dict[bytes, tuple[int, PodRecord | None]] = field(default_factory=dict)
+    changed: dict[bytes, tuple[int, PodRecord | bytes | None]] = field(default_factory=dict)
     newest: dict[int, int] = field(default_factory=dict)  # partition -> newest pod-updates event time
 
 
@@ -142,7 +150,7 @@ class BatchFold:
 
     def record(self, key: bytes) -> PodRecord | None:
         changed = self.batch.changed.get(key)
-        return changed[1] if changed is not None else self.lookup(key)
+        return stored_record(changed[1]) if changed is not None else self.lookup(key)
 
     def add_message(
         self, at: Coordinates, key: bytes | None, value: bytes | None, headers: Headers = ()
@@ -215,7 +223,7 @@ class BatchFold:
 
         `keys` are the records known to hold events; it gains those that started holding in this
         batch and loses those that no longer hold any."""
-        keys |= {k for k, (_, r) in self.batch.changed.items() if r and r.get("held")}
+        keys |= {k for k, (_, r) in self.batch.changed.items() if holds_events(r)}
         for key in list(keys):
             record = self.record(key)
             if not record or not record.get("held"):
@@ -228,6 +236,18 @@ class BatchFold:
             if outputs:
                 self.batch.changed[key] = (partition, record)
                 self.batch.outputs += [(partition, out) for out in outputs]
+
+
+def stored_record(record: PodRecord | bytes | None) -> PodRecord | None:
+    """A changed record as the Python fold reads it: the core's bytes decoded, a dict as it is."""
+    return orjson.loads(record) if isinstance(record, bytes) else record
+
+
+def holds_events(record: PodRecord | bytes | None) -> bool:
+    """Whether a record (or its stored bytes) holds events for a pod not announced yet."""
+    if isinstance(record, bytes):
+        return HELD_MARK in record and bool(orjson.loads(record).get("held"))
+    return bool(record and record.get("held"))
 
 
 def seal(batch: Batch, heads: dict[tuple[str, int], bytes], topic_prefix: str) -> None:

@@ -22,9 +22,19 @@ from podledger.config import Settings
 from podledger.heap import GcPauses, settle_long_lived_heap
 from podledger.kafka import new_consumer, read_to_end
 from podledger.schemas import decode
-from podledger.streams.batch import Batch, BatchFold, marker_key, seal
+from podledger.streams.batch import (
+    Batch,
+    BatchFold,
+    holds_events,
+    is_marker,
+    marker_key,
+    seal,
+    stored_record,
+)
+from podledger.streams.fold_core_live import LiveCore, fold_batch
 from podledger.streams.fold_writes import BatchWriter
 from podledger.streams.intake import Delivery, Intake
+from podledger.streams.native_replay import find_core
 from podledger.streams.outputs import Coordinates
 from podledger.streams.record import HoldLimits, PodRecord
 from podledger.streams.state import FoldState
@@ -76,6 +86,8 @@ class FoldLoop:
         self._clock: dict[int, int] = {}  # partition -> newest pod-updates event time folded
         self._heads: dict[tuple[str, int], bytes] = {}  # (topic, partition) -> its hash chain's head
         self.gc_pauses = GcPauses(keep=False)  # the collector's stops of this loop, for /metrics
+        self.counts = counts
+        self.core = _live_core(settings, keyring)
 
     async def run(self) -> None:
         """Fold batches of input records, effectively once (the protocol: streams/batch.py).
@@ -97,6 +109,8 @@ class FoldLoop:
             for in_flight in flight:  # not stored, not acknowledged: folded again by whoever resumes
                 in_flight.cancel()
             await self.writer.close()
+            if self.core is not None:
+                self.core.close()
 
     async def _run(self, flight: deque[_InFlight]) -> None:
         while True:
@@ -109,13 +123,13 @@ class FoldLoop:
                 # What the worker holds from now on lives as long as it does: out of the collector's
                 # sight, its full passes stop walking it (~100 ms each, stalling every batch).
                 settle_long_lived_heap()
-            fold, folded = self._fold(delivery)
-            self._seal(fold.batch)
+            batch, folded = self._fold(delivery)
+            self._seal(batch)
             held = self._held()
             while len(flight) >= MAX_UNSTORED:
                 await flight[0].stored
                 flight.popleft()
-            flight.append(self._send(fold.batch, folded, delivery, held, flight[-1] if flight else None))
+            flight.append(self._send(batch, folded, delivery, held, flight[-1] if flight else None))
 
     async def _take(self, flight: deque[_InFlight]) -> Delivery:
         """The next batch; a failure of a batch in flight is raised meanwhile, not later (it fails
@@ -173,10 +187,12 @@ class FoldLoop:
         published = asyncio.create_task(publish())
         return _InFlight(journaled, published, asyncio.create_task(store()))
 
-    def _fold(self, delivery: Delivery) -> tuple[BatchFold, dict[int, dict[str, int]]]:
-        fold = self._batch_fold()
+    def _fold(self, delivery: Delivery) -> tuple[Batch, dict[int, dict[str, int]]]:
+        """Fold a delivery's new inputs: through the native core when there is one and it covers
+        them, else (or when it gives up) with the Python fold."""
         folded: dict[int, dict[str, int]] = {}  # partition -> {topic: newest offset folded}
-        by_kafka_name, is_redelivery, add = self._by_kafka_name, self.state.is_redelivery, fold.add_message
+        inputs: list[tuple[Coordinates, Any]] = []
+        by_kafka_name, is_redelivery = self._by_kafka_name, self.state.is_redelivery
         for record in delivery.records:
             topic, partition, offset = by_kafka_name[record.topic], record.partition, record.offset
             if is_redelivery(partition, topic, offset):
@@ -186,18 +202,19 @@ class FoldLoop:
             offsets = folded.setdefault(partition, {})
             if offset > offsets.get(topic, -1):
                 offsets[topic] = offset
-            at = Coordinates(topic, partition, offset, record.timestamp)  # the broker's stamp, in ms
-            add(at, record.key, record.value, record.headers or ())
-        fold.expire_held(self._waiting)
-        self._note_held(fold.batch)
-        return fold, folded
+            inputs.append((Coordinates(topic, partition, offset, record.timestamp), record))  # stamp in ms
+        batch, native = fold_batch(self.core, self._batch_fold(), inputs, self._waiting)
+        if self.core is not None:
+            self.counts[("native_batches" if native else "python_batches", "")] += 1
+        self._note_held(batch)
+        return batch, folded
 
     def _note_held(self, batch: Batch) -> None:
         """Keep the oldest held input of every record holding some, from the records a batch changed."""
         for key, (_, pod) in batch.changed.items():
-            if pod and pod.get("held"):
+            if holds_events(pod):
                 self._waiting.add(key)
-                self._holding[key] = oldest_held([pod])
+                self._holding[key] = oldest_held([stored_record(pod)])
             else:
                 self._holding.pop(key, None)
 
@@ -207,7 +224,7 @@ class FoldLoop:
         that batch's store still writes what it folded), else fold-state."""
         for unstored in reversed(self._unstored):
             if key in unstored.changed:
-                return unstored.changed[key][1]
+                return stored_record(unstored.changed[key][1])
         return self.state.get(key)
 
     def _batch_fold(self) -> BatchFold:
@@ -262,6 +279,11 @@ class FoldLoop:
                 )
         finally:
             await consumer.stop()
+        if self.core is not None:
+            records = self.state.records
+            self.core.load(
+                (key, records.get(key)) for key in self.state.keys_of(partition) if not is_marker(key)
+            )
         log.info("partition %d: restored %d records", partition, pods)
         self._recovered.add(partition)
         marker = self.state.data.get(marker_key(partition))
@@ -271,6 +293,8 @@ class FoldLoop:
         # Another worker may change these partitions' records before they come back to us.
         for partition in self._recovered:
             self.state.forget(partition)
+        if self.core is not None:  # it forgets them too (and what batches in flight made): a new one
+            self.core.restart()
         self._recovered.clear()
         self._waiting.clear()
         self._holding.clear()
@@ -312,3 +336,15 @@ class _Applied(NamedTuple):
         return cls(
             record.topic, record.partition, record.offset, record.timestamp / 1000, record.timestamp_type
         )
+
+
+def _live_core(settings: Settings, keyring: Any) -> LiveCore | None:
+    """The native fold core for this worker's batches, when one is installed and wanted. Proofs
+    of origin are checked by the Python fold only: with a keyring, every batch folds in Python."""
+    path = find_core(settings.fold_core)
+    if path is None:
+        return None
+    if keyring is not None:
+        log.info("native fold core not used: proofs of origin are checked by the Python fold")
+        return None
+    return LiveCore(path, settings.max_event_bytes, settings.hold_max_events)

@@ -120,6 +120,7 @@ class Replayer:
             if record is None:
                 self.records.pop(key, None)
             else:
+                assert not isinstance(record, bytes)  # only the live fold's native core makes bytes
                 self.records[key] = record
                 stats.pods.add(key.decode())
         outputs = [out for _, out in batch.journal]

@@ -29,6 +29,7 @@ from podledger.streams.batch import (
     CHAINED,
     MARKER_PREFIX,
     advance_marker,
+    holds_events,
     is_marker,
     is_redelivery,
     marker_key,
@@ -37,10 +38,6 @@ from podledger.streams.fold import PodRecord
 from podledger.types import JSONDict, Topic
 
 log = logging.getLogger(__name__)
-
-# How a record holding events for an unannounced pod starts its `held` list as orjson writes it: no
-# record without it can hold any, so only the few with it are decoded to be sure.
-HELD_MARK = b'"held":[['
 
 
 class FoldState:
@@ -84,10 +81,15 @@ class FoldState:
         return await self.put(producer, marker_key(partition), partition, marker)
 
     async def put(
-        self, producer: AIOKafkaProducer, key: bytes, partition: int, record: PodRecord | JSONDict | None
+        self,
+        producer: AIOKafkaProducer,
+        key: bytes,
+        partition: int,
+        record: PodRecord | JSONDict | bytes | None,
     ) -> Any:
-        """Set (None: delete) a record and start writing it; returns its delivery to await."""
-        value = None if record is None else orjson.dumps(record)
+        """Set (None: delete) a record, given as itself or as its JSON, and start writing it;
+        returns its delivery to await."""
+        value = record if record is None or isinstance(record, bytes) else orjson.dumps(record)
         self._set(partition, key, value)
         return await producer.send(self.topic, key=key, value=value, partition=partition)
 
@@ -113,11 +115,7 @@ class FoldState:
 
     def held_keys(self, partition: int) -> set[bytes]:
         """The partition's records that hold events for a pod not announced yet."""
-        return {
-            key
-            for key in self.keys_of(partition)
-            if HELD_MARK in self.records.get(key, b"") and orjson.loads(self.records[key]).get("held")
-        }
+        return {key for key in self.keys_of(partition) if holds_events(self.records.get(key))}
 
     def forget(self, partition: int) -> None:
         """Drop a partition's records (another worker may change them while we do not own it)."""

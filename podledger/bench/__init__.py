@@ -1,7 +1,8 @@
 """Benchmarks: figures, never assertions. One module per target (fold, sink, node) over a shared
 harness; each prints its figures and a machine-readable last line."""
 
-from podledger.bench.fold import FoldFigures, bench_fold, print_fold
+from podledger.bench.fold import FoldFigures, bench_fold
+from podledger.bench.fold_report import print_fold
 from podledger.bench.node import NodeFigures, bench_node, print_node
 from podledger.bench.sink import SinkFigures, bench_sink, print_sink
 

@@ -16,7 +16,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from podledger.bench.floor import fan_out, raw_floor
 from podledger.bench.harness import (
     bench_settings,
-    machine,
+    native_share,
     peak_rss_mb,
     percentile,
     say,
@@ -63,6 +63,8 @@ class FoldFigures:
     events_per_cpu_s: float = float("nan")  # one worker's events per second of its own CPU time
     gc_full_passes: int = 0  # the worker's full collector passes over the run ...
     gc_longest_ms: float = float("nan")  # ... and its longest collector pause (it stalls the loop)
+    native_share: float = -1.0  # the share of the worker's batches its native core folded (-1: no core)
+    python_events_per_s: float = float("nan")  # one worker folding in Python, same backlog, same run
 
     def line(self) -> str:
         return (
@@ -81,6 +83,7 @@ class FoldFigures:
             f" offline_core_events_per_s={self.offline_core_events_per_s:.0f}"
             f" offline_identical={self.offline_identical}"
             f" offline_core_events_per_cpu_s={self.offline_core_events_per_cpu_s:.0f}"
+            f" native_share={self.native_share:.3f} python_events_per_s={self.python_events_per_s:.0f}"
         )
 
 
@@ -124,12 +127,16 @@ def bench_fold(
             say(f"latency at {rate}/s: p50 {figures.p50_ms:.1f} ms, p99 {figures.p99_ms:.1f} ms")
         figures.rss_mb = peak_rss_mb(worker.pid)
         figures.gc_full_passes, figures.gc_longest_ms = worker_gc(health_port)
+        figures.native_share = native_share(health_port)
     finally:
         stop_service(worker)
     figures.events_per_s_n = figures.events_per_s
     if workers > 1:
-        figures.events_per_s_n = scale_out(base, backlog, partitions, workers)
+        figures.events_per_s_n = drain_anew(base, backlog, partitions, PODLEDGER_FOLD_WORKERS=str(workers))
         say(f"pipeline with {workers} workers: {figures.events_per_s_n:.0f} events/s")
+    if figures.native_share >= 0:  # the worker folded natively: the Python fold beside it
+        figures.python_events_per_s = drain_anew(base, backlog, partitions, PODLEDGER_FOLD_CORE="off")
+        say(f"pipeline folding in Python: {figures.python_events_per_s:.0f} events/s")
 
     offline = bench_offline([encode(e.value) for e in backlog], base.fold_core)
     figures.offline_events_per_s = offline.events_per_s
@@ -154,13 +161,13 @@ def bench_fold(
     return figures
 
 
-def scale_out(base: Settings, backlog: list[IngressEvent], partitions: int, workers: int) -> float:
-    """Events/s of `workers` fold workers (`podledger run --workers`) over the same backlog on
-    topics of their own, measured as for one worker."""
+def drain_anew(base: Settings, backlog: list[IngressEvent], partitions: int, **env: str) -> float:
+    """Events/s of the fold (with `env`: more workers, or the Python fold) over the same backlog on
+    topics of its own, measured as for the first worker."""
     settings = bench_settings(base, partitions=partitions)
     asyncio.run(ensure_topics(settings))
     asyncio.run(produce(settings, backlog))
-    supervisor = start_service(settings, "fold", PODLEDGER_FOLD_WORKERS=str(workers))
+    supervisor = start_service(settings, "fold", **env)
     try:
         return drain_backlog(settings, supervisor, len(backlog))[0]
     finally:
@@ -295,57 +302,3 @@ async def _latencies(settings: Settings, since: set[int]) -> list[float]:
                         out.append(record.timestamp - vs.cause.ts_ms)
     finally:
         await consumer.stop()
-
-
-def print_fold(figures: FoldFigures, *, pods: int, events: int, partitions: int) -> None:
-    print(f"{machine()}; pods={pods} events={events} partitions={partitions}")
-    print(
-        f"pipeline (Faust fold, real broker): {figures.events_per_s:,.0f} events/s"
-        f"  ({figures.events_per_cpu_s:,.0f} per second of the worker's CPU time)"
-    )
-    print(
-        f"latency ingress->pod-status:       p50 {figures.p50_ms:.1f} ms  p99 {figures.p99_ms:.1f} ms"
-        f"  ({figures.latency_samples} versions at {figures.latency_rate:,} events/s offered)"
-    )
-    print(f"offline fold (same messages):       {figures.offline_events_per_s:,.0f} events/s")
-    print(
-        f"  Python fold {figures.offline_python_events_per_s:,.0f}, native core"
-        f" {figures.offline_core_events_per_s:,.0f} events/s, {figures.offline_core_events_per_cpu_s:,.0f}"
-        f" per CPU second ({figures.offline_core_events_per_s / figures.offline_python_events_per_s:.1f}x"
-        f" the Python fold; history byte for byte Python's: {_IDENTICAL[figures.offline_identical]})"
-    )
-    print(
-        f"offline floor (read, write, no fold): {figures.offline_floor_events_per_s:,.0f} events/s"
-        f"  (the fold {_ratio(figures.offline_floor_events_per_s, figures.offline_events_per_s)})"
-    )
-    print(f"raw aiokafka loop (floor):          {figures.raw_events_per_s:,.0f} events/s")
-    print(
-        f"raw loop, the fold's volume (floor): {figures.floor_events_per_s:,.0f} events/s"
-        f"  ({figures.records_per_event:.2f} records, {figures.bytes_per_event:,.0f} bytes per event)"
-    )
-    floors = (("floor", figures.raw_events_per_s), ("same-volume floor", figures.floor_events_per_s))
-    for name, floor in floors:
-        print(f"{'pipeline vs ' + name + ':':36s}{_ratio(floor, figures.events_per_s)}")
-    if figures.workers > 1:
-        speedup = figures.events_per_s_n / figures.events_per_s if figures.events_per_s else float("nan")
-        print(
-            f"{f'pipeline, {figures.workers} fold workers:':36s}{figures.events_per_s_n:,.0f} events/s"
-            f"  ({speedup:.2f}x one worker)"
-        )
-    print(f"fold worker peak RSS:               {figures.rss_mb:.0f} MB")
-    print(
-        f"fold worker collector:              {figures.gc_full_passes} full passes,"
-        f" longest pause {figures.gc_longest_ms:.1f} ms"
-    )
-    print(
-        f"proof of origin per record:         sign {figures.sign_us:.1f} us,"
-        f" verify {figures.verify_us:.1f} us"
-    )
-    print(figures.line())
-
-
-_IDENTICAL = {1: "yes", 0: "NO", -1: "no core installed"}
-
-
-def _ratio(floor: float, measured: float) -> str:
-    return f"{floor / measured:.1f}x slower" if measured else "nothing measured"

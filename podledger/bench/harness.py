@@ -76,19 +76,32 @@ def start_service(settings: Settings, roles: str, **env: str) -> subprocess.Pope
     )
 
 
-def worker_gc(port: int) -> tuple[int, float]:
-    """A worker's full collector passes so far and its longest pause of any pass in ms, from the
-    /metrics it serves on `port` (PODLEDGER_HEALTH_PORT)."""
+def worker_metrics(port: int) -> dict[str, float]:
+    """A worker's /metrics, served on `port` (PODLEDGER_HEALTH_PORT): sample (name and labels) -> value."""
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
         text = answer.read().decode()
-    full, longest = 0, 0.0
+    samples: dict[str, float] = {}
     for line in text.splitlines():
         name, _, value = line.rpartition(" ")
-        if name == 'podledger_gc_passes_total{generation="2"}':
-            full = int(float(value))
-        elif name.startswith("podledger_gc_longest_pause_seconds{"):
-            longest = max(longest, float(value) * 1000)
-    return full, longest
+        if name and not line.startswith("#"):
+            samples[name] = float(value)
+    return samples
+
+
+def worker_gc(port: int) -> tuple[int, float]:
+    """A worker's full collector passes so far and its longest pause of any pass in ms."""
+    samples = worker_metrics(port)
+    full = int(samples.get('podledger_gc_passes_total{generation="2"}', 0))
+    pauses = [v for name, v in samples.items() if name.startswith("podledger_gc_longest_pause_seconds{")]
+    return full, max(pauses, default=0.0) * 1000
+
+
+def native_share(port: int) -> float:
+    """The share of a fold worker's batches its native fold core folded; -1 without a core."""
+    samples = worker_metrics(port)
+    native = samples.get("podledger_fold_native_batches_total", 0.0)
+    python = samples.get("podledger_fold_python_batches_total", 0.0)
+    return native / (native + python) if native + python else -1.0
 
 
 def stop_service(proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
@@ -101,12 +114,28 @@ def stop_service(proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
 
 
 def peak_rss_mb(pid: int) -> float:
-    """A process's peak resident set (VmHWM), in MB."""
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
+    """A process's peak resident set (VmHWM) and its children's (a fold worker's native fold
+    core), in MB: their sum, so at least what they ever held at once."""
+    total = 0.0
+    for one in [pid, *_children(pid)]:
+        try:
+            with open(f"/proc/{one}/status") as f:
+                total += next((int(line.split()[1]) / 1024 for line in f if line.startswith("VmHWM:")), 0.0)
+        except FileNotFoundError:
+            continue
+    return total or float("nan")
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except FileNotFoundError:
+        return []
+    found: list[int] = []
+    for task in tasks:
+        with open(f"/proc/{pid}/task/{task}/children") as f:
+            found += [int(child) for child in f.read().split()]
+    return found
 
 
 async def topic_count(settings: Settings, name: str) -> int:

@@ -1,5 +1,7 @@
 """The Faust fold agent on the real broker: its outputs, the offline fold over the journal it wrote,
-and bad input between good events going to dead-letter."""
+and bad input between good events going to dead-letter. The worker folds with the native fold core
+where it covers a batch (streams/fold_core_live.py) and in Python where it does not: the offline
+Python fold of its journal must still give its history byte for byte."""
 
 from __future__ import annotations
 
@@ -13,12 +15,14 @@ import orjson
 import pytest
 
 from podledger.config import Settings
+from podledger.local.processes import free_port
 from podledger.partitioner import partition_for_node
 from podledger.schemas import decode, encode
 from podledger.streams.topics import ensure_topics
 from podledger.workload import produce, workload
 from tests.support.history import assert_versions_have_no_gaps, history_by_version, offline_fold
 from tests.support.kafka import read_topic, send_raw, wait_for_topic
+from tests.support.metrics import http_get, prometheus_samples, sample_value
 from tests.support.processes import podledger_env
 
 pytestmark = pytest.mark.kafka
@@ -32,9 +36,16 @@ def test_live_fold_and_offline_fold_of_its_journal_agree_and_bad_input_is_dead_l
     asyncio.run(ensure_topics(settings))
     events = list(workload(PODS, EVENTS, nodes=5, seed=3))
     first, rest = events[: EVENTS // 2], events[EVENTS // 2 :]
+    port = free_port()
     proc = podledger_process(
         ["run", "--roles", "fold"],
-        env=podledger_env(settings, None, PODLEDGER_MAX_EVENT_BYTES="65536", PODLEDGER_HOLD_MAX_MS="2000"),
+        env=podledger_env(
+            settings,
+            None,
+            PODLEDGER_MAX_EVENT_BYTES="65536",
+            PODLEDGER_HOLD_MAX_MS="2000",
+            PODLEDGER_HEALTH_PORT=str(port),
+        ),
     )
     asyncio.run(produce(settings, first))
 
@@ -104,4 +115,10 @@ def test_live_fold_and_offline_fold_of_its_journal_agree_and_bad_input_is_dead_l
         vs = decode("pod-status", v)
         newest[vs.uid] = max(newest.get(vs.uid, 0), vs.version)
     assert newest == latest
+
+    # The native core folded the good batches; those with bad input went to the Python fold.
+    samples = prometheus_samples(http_get(port, "/metrics")[1])
+    native = sample_value(samples, "podledger_fold_native_batches_total") or 0
+    python = sample_value(samples, "podledger_fold_python_batches_total") or 0
+    assert native >= 1 and python >= 1, (native, python)
     assert proc.stop() == 0, proc.output()

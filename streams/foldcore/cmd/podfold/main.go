@@ -5,6 +5,10 @@
 // Exit status 3 means the input holds something this port does not cover (a line the fold would
 // dead-letter, events held for a pod not announced yet, a float, ...): the caller discards the
 // output and folds the input with the Python fold.
+//
+// With --serve it is the live fold worker's core instead: it answers the requests of the protocol
+// in streams/foldcore/serve.go on standard input and output until standard input ends (exit 0);
+// a request it cannot read makes it exit 1.
 package main
 
 import (
@@ -23,8 +27,30 @@ const exitGaveUp = 3
 
 func main() {
 	progress := flag.Bool("progress", false, "report progress on standard error every 100,000 lines")
-	flag.Usage = func() { fmt.Fprintln(os.Stderr, "usage: podfold [--progress] [FILE]") }
+	serve := flag.Bool("serve", false, "fold the live fold worker's batches (requests on standard input)")
+	maxEventBytes := flag.Int("max-event-bytes", foldcore.DefaultMaxEventBytes,
+		"with --serve: the largest input value folded (0: no limit)")
+	holdMaxEvents := flag.Int("hold-max-events", foldcore.DefaultHoldMaxEvents,
+		"with --serve: the most events a pod not announced yet holds (HoldLimits.max_events)")
+	flag.Usage = func() {
+		fmt.Fprintln(os.Stderr, "usage: podfold [--progress] [FILE]\n       podfold --serve [--max-event-bytes N] [--hold-max-events N]")
+	}
 	flag.Parse()
+	if *serve {
+		if flag.NArg() > 0 || *maxEventBytes < 0 {
+			flag.Usage()
+			os.Exit(2)
+		}
+		// No paceGC: the process lives for hours beside the worker, so the heap stays near its
+		// live records.
+		server := foldcore.NewServer(*maxEventBytes)
+		server.HoldMaxEvents = *holdMaxEvents
+		if err := server.Serve(os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "podfold:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	var in io.Reader = os.Stdin
 	if flag.NArg() > 1 {
 		flag.Usage()

@@ -1,0 +1,240 @@
+"""The live fold's native core (streams/fold_core_live.py, `podfold --serve`) against the Python
+fold, batch by batch as the fold loop drives them: the same journal entries, versions, tombstones,
+dead letters and headers, byte for byte, and the same records on fold-state; batches the core does
+not cover (a malformed value, held events, a pod announced after its events) fold in Python and the
+core goes on from what that fold stored; a new core loaded from fold-state goes on as the old one."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import pytest
+
+from podledger.partitioner import partition_for_node
+from podledger.schemas import encode
+from podledger.streams.batch import BatchFold, seal
+from podledger.streams.fold import DEFAULT_HOLD, HoldLimits
+from podledger.streams.fold_core_live import CoreGaveUp, LiveCore, fold_batch
+from podledger.streams.native_replay import find_core
+from podledger.streams.outputs import Coordinates
+from podledger.types import Topic
+from podledger.workload import workload
+from tests.unit.test_rules_version import T0, fixed_input
+
+PARTITIONS = 4
+MAX_BYTES = 1_048_576
+
+
+@dataclass(frozen=True)
+class Message:
+    """An input record as the consumer hands it."""
+
+    key: bytes | None
+    value: bytes | None
+    headers: Any = ()
+
+
+Inputs = list[tuple[Coordinates, Message]]
+
+
+@pytest.fixture(scope="module")
+def core_path() -> str:
+    found = find_core("auto")
+    assert found, "the native fold core is not built: `make install` builds it (it needs Go)"
+    return found
+
+
+def new_core(path: str) -> LiveCore:
+    return LiveCore(path, MAX_BYTES, HoldLimits().max_events)
+
+
+def as_inputs(values: Iterable[tuple[str, str, bytes]]) -> Inputs:
+    """(topic, node, value) in order, placed as the producers place them, stamped 5 ms later."""
+    offsets: dict[tuple[str, int], int] = {}
+    out: Inputs = []
+    ts = T0
+    for topic, node, value in values:
+        partition = partition_for_node(node, PARTITIONS)
+        offset = offsets.get((topic, partition), -1) + 1
+        offsets[(topic, partition)] = offset
+        if value.startswith(b'{"'):  # a malformed value keeps the stamp before it
+            ts = orjson.loads(value).get("ts_ms", ts - 5) + 5
+        out.append((Coordinates(topic, partition, offset, ts), Message(node.encode(), value)))
+    return out
+
+
+def workload_inputs(pods: int, events: int, seed: int) -> Inputs:
+    return as_inputs(
+        (e.topic, e.node, encode(e.value)) for e in workload(pods, events, nodes=6, seed=seed, start_ms=T0)
+    )
+
+
+class Loop:
+    """The fold loop's bookkeeping without Kafka: fold-state as bytes, the clock, held records."""
+
+    def __init__(self, core: LiveCore | None, limits: HoldLimits = DEFAULT_HOLD) -> None:
+        self.core = core
+        self.limits = limits
+        self.state: dict[bytes, bytes] = {}
+        self.clock: dict[int, int] = {}
+        self.waiting: set[bytes] = set()
+        self.heads: dict[tuple[str, int], bytes] = {
+            (topic, p): b"\0" * 32
+            for topic in (Topic.JOURNAL, Topic.POD_STATUS_HISTORY)
+            for p in range(PARTITIONS)
+        }
+        self.native = 0
+        self.written: list[tuple[str, int, str, bytes | None, list[tuple[str, bytes]]]] = []
+
+    def lookup(self, key: bytes) -> Any:
+        raw = self.state.get(key)
+        return None if raw is None else orjson.loads(raw)
+
+    def fold(self, inputs: Inputs) -> None:
+        fold = BatchFold(self.lookup, self.limits, MAX_BYTES, self.clock)
+        batch, native = fold_batch(self.core, fold, inputs, self.waiting)
+        self.native += native
+        seal(batch, self.heads, "test.")
+        self.clock.update(batch.newest)
+        for partition, out in [*batch.journal, *batch.outputs]:
+            self.written.append((out.topic, partition, out.key, out.wire_value(), list(out.headers or [])))
+        for key, (_, record) in batch.changed.items():
+            if record is None:
+                self.state.pop(key, None)
+            else:
+                self.state[key] = record if isinstance(record, bytes) else orjson.dumps(record)
+
+    def run(self, inputs: Inputs, size: int) -> Loop:
+        for start in range(0, len(inputs), size):
+            self.fold(inputs[start : start + size])
+        return self
+
+
+def both(core_path: str, inputs: Inputs, size: int, limits: HoldLimits = DEFAULT_HOLD) -> tuple[Loop, Loop]:
+    core = new_core(core_path)
+    try:
+        return Loop(None, limits).run(inputs, size), Loop(core, limits).run(inputs, size)
+    finally:
+        core.close()
+
+
+def assert_same(python: Loop, native: Loop) -> None:
+    assert len(native.written) == len(python.written)
+    for got, want in zip(native.written, python.written, strict=True):
+        assert got == want
+    assert native.state.keys() == python.state.keys()
+    for key, raw in python.state.items():
+        assert orjson.loads(native.state[key]) == orjson.loads(raw), key
+    assert native.state == python.state  # byte for byte, key order included
+
+
+@pytest.mark.parametrize(("seed", "size"), [(1, 500), (2, 97), (3, 1)])
+def test_the_core_folds_live_batches_as_the_python_fold_does(core_path: str, seed: int, size: int) -> None:
+    inputs = workload_inputs(200, 3000, seed)
+    python, native = both(core_path, inputs, size)
+    assert_same(python, native)
+    assert native.native == (len(inputs) + size - 1) // size  # every batch natively
+    assert sum(1 for w in python.written if w[0] == Topic.POD_STATUS_HISTORY) > 1000
+
+
+def test_the_core_holds_events_that_come_before_their_pods_announcement(core_path: str) -> None:
+    """Live, a fetch often has a pod's pleg or probe result before the pod-update that announces
+    it: the core holds them as the Python fold does and applies them after the announcement, in the
+    same batch or a later one. A pod never announced has its held events given up by time (in
+    Python, after the core's batch) and the core goes on from that record."""
+    values = [(e.topic, e.node, encode(e.value)) for e in workload(60, 1500, nodes=6, seed=11, start_ms=T0)]
+    announcements = [row for row in values if row[0] == Topic.POD_UPDATES][:60]
+    rest = [row for row in values if row not in announcements]
+    # Each ADD comes after the first events of its pod, some in the same batch, some batches later.
+    ordered = rest[:150] + announcements[:30] + rest[150:400] + announcements[30:] + rest[400:]
+    stranger = orjson.loads(rest[0][2]) | {"uid": "never-announced"}
+    ordered.insert(10, (rest[0][0], rest[0][1], orjson.dumps(stranger)))
+    # A later pod-update on the stranger's node passes it by far enough: its event is given up.
+    later = next(row for row in announcements if row[1] == rest[0][1])
+    ordered.append((later[0], later[1], orjson.dumps(orjson.loads(later[2]) | {"ts_ms": T0 + 60_000})))
+    inputs = as_inputs(ordered)
+    limits = HoldLimits(max_events=100, max_ms=400)
+    python, native = both(core_path, inputs, 100, limits)
+    assert_same(python, native)
+    assert native.native == (len(inputs) + 99) // 100  # every batch natively
+    letters = [orjson.loads(w[3]) for w in native.written if w[0] == Topic.DEAD_LETTER and w[3]]
+    assert {d["reason"] for d in letters} == {"unknown_pod"}
+    assert any(b"never-announced" in w[3] for w in native.written if w[0] == Topic.DEAD_LETTER and w[3])
+    journaled = sum(1 for w in native.written if w[0] == Topic.JOURNAL)
+    assert journaled == len(inputs) - len(letters) > len(inputs) - 10  # the rest applied, held or not
+
+
+def test_batches_the_core_does_not_cover_fold_in_python_and_the_core_goes_on(core_path: str) -> None:
+    """The rules-version input: deletions, terminations, static pods, removals and events held
+    for pods announced later; plus a malformed value and an oversize one in the middle."""
+    values = [orjson.loads(v) for v in fixed_input()]
+    rows = [(topic_of(v), node_of(v), orjson.dumps(v)) for v in values]
+    rows.insert(700, (Topic.PLEG, "node-001", b"{not json"))
+    rows.insert(1500, (Topic.PROBE_RESULTS, "node-002", b'{"uid":"' + b"x" * MAX_BYTES + b'"}'))
+    inputs = as_inputs(rows)
+    python, native = both(core_path, inputs, 50)
+    assert_same(python, native)
+    batches = (len(inputs) + 49) // 50
+    assert 0 < native.native < batches  # some batches in Python, most natively
+    assert native.native > batches // 2
+    letters = {orjson.loads(w[3])["reason"] for w in native.written if w[0] == Topic.DEAD_LETTER and w[3]}
+    assert {"malformed", "oversize"} <= letters
+
+
+def test_a_new_core_loaded_from_fold_state_goes_on_as_the_old_one(core_path: str) -> None:
+    inputs = workload_inputs(100, 2000, 7)
+    python = Loop(None).run(inputs, 100)
+    first, second = new_core(core_path), new_core(core_path)
+    try:
+        native = Loop(first).run(inputs[:1000], 100)
+        # A worker that takes the partitions over restores fold-state and loads it into its core.
+        assert second.load(list(native.state.items())) == len(native.state)
+        native.core = second
+        native.run(inputs[1000:], 100)
+    finally:
+        first.close()
+        second.close()
+    assert_same(python, native)
+
+
+def test_an_event_for_a_pod_the_core_does_not_model_goes_to_the_python_fold(core_path: str) -> None:
+    """A record the core does not model (here one with proven sequence numbers, which only the
+    Python fold checks) is not the core's to change: a batch with an event for that pod is given
+    up, and the core forgets every pod the batch touched until it is loaded again."""
+    inputs = workload_inputs(5, 60, 9)
+    rest = inputs[30:]
+    loop = Loop(None).run(inputs[:30], 30)
+    core = new_core(core_path)
+    try:
+        core.load(list(loop.state.items()))
+        uid = uid_of(orjson.loads(rest[3][1].value or b"{}")).encode()
+        proven = orjson.loads(loop.state[uid]) | {"seqs": {"pleg": 7}}
+        core.load([(uid, orjson.dumps(proven))])
+        answer = core.fold([(at, m.value) for at, m in rest], loop.clock)
+        assert isinstance(answer, CoreGaveUp)
+        assert uid in answer.dropped
+        assert set(answer.dropped) <= {uid_of(orjson.loads(m.value or b"{}")).encode() for _, m in rest[:4]}
+    finally:
+        core.close()
+
+
+def uid_of(value: dict[str, Any]) -> str:
+    return str(value["pod"]["metadata"]["uid"] if "pod" in value else value["uid"])
+
+
+def topic_of(value: dict[str, Any]) -> str:
+    for marker, topic in (
+        ("pod", Topic.POD_UPDATES),
+        ("kind", Topic.POD_LIFECYCLE),
+        ("probe", Topic.PROBE_RESULTS),
+    ):
+        if marker in value:
+            return topic
+    return Topic.PLEG
+
+
+def node_of(value: dict[str, Any]) -> str:
+    return str(value["node"])
