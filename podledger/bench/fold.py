@@ -166,6 +166,7 @@ def drain_anew(base: Settings, backlog: list[IngressEvent], partitions: int, **e
     topics of its own, measured as for the first worker."""
     settings = bench_settings(base, partitions=partitions)
     asyncio.run(ensure_topics(settings))
+    say(f"topics {settings.topic_prefix}* for a drain with {' '.join(f'{k}={v}' for k, v in env.items())}")
     asyncio.run(produce(settings, backlog))
     supervisor = start_service(settings, "fold", **env)
     try:

@@ -3,6 +3,7 @@ right environment, counting a topic, percentiles, and the machine line printed w
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from podledger import local
 from podledger.config import Settings
+from podledger.streams.topics import start_admin
 
 
 def say(message: str) -> None:
@@ -36,16 +38,45 @@ def machine() -> str:
     return f"machine: {os.cpu_count()} cores, {mem_gb:.0f} GB"
 
 
+# The topic prefixes benchmarks of this process made, and a broker to reach them: drop_bench_topics.
+_made: dict[str, Settings] = {}
+
+
 def bench_settings(base: Settings, **changes: Any) -> Settings:
     """`base` on topics of its own (a fresh prefix), on the broker PODLEDGER_BOOTSTRAP names or else
-    the local one `make demo` uses (started if needed)."""
+    the local one `make demo` uses (started if needed). drop_bench_topics deletes them."""
     settings = replace(base, topic_prefix=f"bench-{uuid.uuid4().hex[:8]}.", log_level="warning", **changes)
-    if settings.bootstrap:
-        return settings
-    kafka, _ = local.up(kafka=True, kube=False)
-    assert kafka is not None
-    say(f"using the local broker at {kafka.bootstrap} (stop it with 'podledger local down')")
-    return replace(settings, bootstrap=kafka.bootstrap)
+    if not settings.bootstrap:
+        kafka, _ = local.up(kafka=True, kube=False)
+        assert kafka is not None
+        say(f"using the local broker at {kafka.bootstrap} (stop it with 'podledger local down')")
+        settings = replace(settings, bootstrap=kafka.bootstrap)
+    _made[settings.topic_prefix] = settings
+    return settings
+
+
+def drop_bench_topics() -> int:
+    """Delete the topics of every benchmark prefix this process made; returns how many. A broker
+    that keeps them all slows down run after run (their logs, the compaction of the compacted ones)."""
+    dropped = 0
+    for prefix, settings in list(_made.items()):
+        del _made[prefix]
+        try:
+            dropped += asyncio.run(_drop(settings, prefix))
+        except Exception as exc:  # a benchmark's own failure says more: this one is only reported
+            say(f"could not delete the topics {prefix}*: {exc}")
+    return dropped
+
+
+async def _drop(settings: Settings, prefix: str) -> int:
+    admin = await start_admin(settings, "podledger-bench")
+    try:
+        names = [name for name in await admin.list_topics() if name.startswith(prefix)]
+        if names:
+            await admin.delete_topics(names)
+        return len(names)
+    finally:
+        await admin.close()
 
 
 def local_kubeconfig(settings: Settings) -> str:

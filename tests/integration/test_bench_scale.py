@@ -7,14 +7,25 @@ not asserted: only that the runs work and their last lines are machine-readable.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import subprocess
 import sys
 
 import pytest
+from aiokafka.admin import AIOKafkaAdminClient
 
 pytestmark = pytest.mark.kafka
+
+
+async def topic_names(bootstrap: str) -> set[str]:
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        return set(await admin.list_topics())
+    finally:
+        await admin.close()
 
 
 NUMBER = r"(\d+(?:\.\d+)?)"
@@ -48,14 +59,23 @@ def test_bench_fold_with_workers_keeps_its_keys_and_adds_the_scaling(kafka_boots
         rf" floor_events_per_s={n} rss_mb={n} sign_us={n} verify_us={n} workers=2 events_per_s_n={n}"
         rf" events_per_cpu_s=(\d+|nan) gc_full_passes=(\d+) gc_longest_ms={n} latency_rate=0"
         rf" offline_floor_events_per_s=[1-9]\d* offline_python_events_per_s=[1-9]\d*"
-        rf" offline_core_events_per_s=[1-9]\d* offline_identical=1 offline_core_events_per_cpu_s=[1-9]\d*",
+        rf" offline_core_events_per_s=[1-9]\d* offline_identical=1 offline_core_events_per_cpu_s=[1-9]\d*"
+        # The worker folded with the native core (its /metrics), and the same backlog in Python.
+        rf" native_share=(0\.\d+|1\.000) python_events_per_s=[1-9]\d*",
         last,
     )
     assert match, result.stdout
     assert float(match.group(1)) > 0 and float(match.group(8)) > 0  # both drains were timed
     # The worker's collector, from its /metrics: it ran, and settled its heap once restored.
     assert int(match.group(10)) >= 1 and float(match.group(11)) > 0
+    assert float(match.group(12)) > 0.5
     assert "pipeline, 2 fold workers:" in result.stdout
+    assert "the same worker folding in Python:" in result.stdout
+    # Its topics (three drains: one worker, two, the Python fold) are gone once it is done.
+    prefixes = set(re.findall(r"topics (bench-[0-9a-f]+\.)\*", result.stderr))
+    assert prefixes and re.search(r"deleted the benchmark's \d+ topics", result.stderr)
+    left = asyncio.run(topic_names(kafka_bootstrap))
+    assert not [name for name in left if name.startswith(tuple(prefixes))]
 
 
 def test_bench_fold_measures_latency_at_half_the_drained_rate(kafka_bootstrap: str) -> None:
