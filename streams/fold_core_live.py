@@ -14,11 +14,11 @@ u32, 0xFFFFFFFF for None) is written down in streams/foldcore/serve.go.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import fcntl
 import logging
 import struct
-import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -62,28 +62,38 @@ class CoreGaveUp:
 
 
 class LiveCore:
-    """One `podfold --serve` process: `load` records into it, `fold` batches through it."""
+    """One `podfold --serve` process: `load` records into it, `fold` batches through it.
+
+    It speaks over the event loop's pipes, so the loop goes on (broker acknowledgements, earlier
+    batches' writes) while the core folds. One request at a time: `restart` waits for the one in
+    flight."""
 
     def __init__(self, path: str, max_event_bytes: int, hold_max_events: int) -> None:
         self._command = [
             *(path, "--serve", "--max-event-bytes", str(max_event_bytes)),
             *("--hold-max-events", str(hold_max_events)),
         ]
-        self._start()
+        self._proc: asyncio.subprocess.Process | None = None
+        self._lock = asyncio.Lock()
 
-    def _start(self) -> None:
-        self._proc = subprocess.Popen(self._command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        assert self._proc.stdin is not None and self._proc.stdout is not None
-        self._in, self._out = self._proc.stdin, self._proc.stdout
-        for pipe in (self._in, self._out):
-            _widen(pipe.fileno())
+    async def _started(self) -> asyncio.subprocess.Process:
+        if self._proc is None:
+            proc = await asyncio.create_subprocess_exec(
+                *self._command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
+            )
+            assert proc.stdin is not None and proc.stdout is not None
+            pipe = proc.stdin.transport.get_extra_info("pipe")
+            if pipe is not None:
+                _widen(pipe.fileno())
+            self._proc = proc
+        return self._proc
 
-    def restart(self) -> None:
-        """A new process, holding no record."""
-        self.close()
-        self._start()
+    async def restart(self) -> None:
+        """A new process, holding no record (it starts with the next request)."""
+        async with self._lock:
+            await self._stop()
 
-    def load(self, records: Iterable[tuple[bytes, bytes | None]]) -> int:
+    async def load(self, records: Iterable[tuple[bytes, bytes | None]]) -> int:
         """Give the core these pods' records as fold-state holds them (None: the pod has none)."""
         parts: list[bytes] = []
         count = 0
@@ -91,10 +101,10 @@ class LiveCore:
             parts += (_U32.pack(len(key)), key, _nbytes(value), value or b"")
             count += 1
         if count:
-            self._ask(b"L" + _U32.pack(count) + b"".join(parts))
+            await self._ask(b"L" + _U32.pack(count) + b"".join(parts))
         return count
 
-    def fold(
+    async def fold(
         self, inputs: Sequence[tuple[Coordinates, bytes | None]], clock: dict[int, int]
     ) -> Batch | CoreGaveUp:
         """Fold a batch of ingress records, in order; `clock` is each partition's newest
@@ -106,38 +116,46 @@ class LiveCore:
             parts.append(head(codes[at.topic], at.partition, at.offset, at.ts_ms, size))
             if value is not None:
                 parts.append(value)
-        answer = self._ask(b"".join(parts))
+        answer = await self._ask(b"".join(parts))
         if answer[0] == _GAVE_UP:
             return _gave_up(answer)
         return _batch(answer, clock)
 
-    def _ask(self, request: bytes) -> bytes:
-        try:
-            self._in.write(request)
-            self._in.flush()
-            head = self._out.read(4)
-            if len(head) < 4:
-                raise EOFError
-            (size,) = _U32.unpack(head)
-            answer = self._out.read(size)
-            if len(answer) < size:
-                raise EOFError
-        except (BrokenPipeError, EOFError):
-            code = self._proc.poll()
-            raise UserError(f"the native fold core stopped (exit {code}); see its message above") from None
+    async def _ask(self, request: bytes) -> bytes:
+        async with self._lock:
+            proc = await self._started()
+            assert proc.stdin is not None and proc.stdout is not None
+            try:
+                proc.stdin.write(request)
+                await proc.stdin.drain()
+                (size,) = _U32.unpack(await proc.stdout.readexactly(4))
+                answer = await proc.stdout.readexactly(size)
+            except (BrokenPipeError, ConnectionResetError, asyncio.IncompleteReadError):
+                await self._stop()
+                raise UserError(
+                    f"the native fold core stopped (exit {proc.returncode}); see its message above"
+                ) from None
         if answer[0] not in (_OK, _GAVE_UP):
             raise UserError(f"the native fold core answered {answer[0]}, which this podledger does not know")
         return answer
 
-    def close(self) -> None:
+    async def close(self) -> None:
         """End the process: it exits at the end of its input."""
-        if self._proc.poll() is None:
+        async with self._lock:
+            await self._stop()
+
+    async def _stop(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        if proc.returncode is None:
+            assert proc.stdin is not None
+            proc.stdin.close()
             try:
-                self._in.close()
-                self._proc.wait(timeout=5)
-            except (BrokenPipeError, subprocess.TimeoutExpired):
-                self._proc.kill()
-                self._proc.wait()
+                await asyncio.wait_for(proc.wait(), timeout=5)
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()
 
 
 class InputRecord(Protocol):
@@ -148,7 +166,7 @@ class InputRecord(Protocol):
     headers: Any
 
 
-def fold_batch(
+async def fold_batch(
     core: LiveCore | None,
     fold: BatchFold,
     inputs: Sequence[tuple[Coordinates, InputRecord]],
@@ -160,7 +178,9 @@ def fold_batch(
 
     The core is then taught what the Python fold changed and what it forgot, so it holds every
     record as the caller's store will."""
-    answer = core.fold([(at, r.value) for at, r in inputs], fold.batch.newest) if core and inputs else None
+    answer = None
+    if core is not None and inputs:
+        answer = await core.fold([(at, r.value) for at, r in inputs], fold.batch.newest)
     if isinstance(answer, Batch):
         fold.batch = answer
     else:
@@ -172,10 +192,9 @@ def fold_batch(
     if core is not None:
         changed = fold.batch.changed
         keys = [key for key, (_, record) in changed.items() if not isinstance(record, bytes)]
-        keys += [
-            key for key in (answer.dropped if isinstance(answer, CoreGaveUp) else ()) if key not in changed
-        ]
-        core.load((key, _encoded(fold.record(key))) for key in keys)
+        dropped = answer.dropped if isinstance(answer, CoreGaveUp) else ()
+        keys += [key for key in dropped if key not in changed]
+        await core.load((key, _encoded(fold.record(key))) for key in keys)
     return fold.batch, isinstance(answer, Batch)
 
 
@@ -183,15 +202,15 @@ def _encoded(record: Any) -> bytes | None:
     return None if record is None else orjson.dumps(record)
 
 
-# Pipes hold 64 KiB by default: a batch's request (about 1.5 KB an input) would be handed over in
-# slices, each waiting for the core to be scheduled and read. The most an unprivileged process may
-# ask for is /proc/sys/fs/pipe-max-size (1 MiB unless changed).
+# Pipes hold 64 KiB by default: a batch's request (about 1.5 KB an input) would go over in slices,
+# each waiting for the core to be scheduled and read it. The most an unprivileged process may ask
+# for is /proc/sys/fs/pipe-max-size (1 MiB unless changed).
 _PIPE_BYTES = 1 << 20
 _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 
 
 def _widen(fd: int) -> None:
-    with contextlib.suppress(OSError):  # a lower limit: the default pipe works, only slower
+    with contextlib.suppress(OSError, ValueError):  # a lower limit (or a core gone): it works, slower
         fcntl.fcntl(fd, _F_SETPIPE_SZ, _PIPE_BYTES)
 
 

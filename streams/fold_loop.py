@@ -88,6 +88,9 @@ class FoldLoop:
         self.gc_pauses = GcPauses(keep=False)  # the collector's stops of this loop, for /metrics
         self.counts = counts
         self.core = _live_core(settings, keyring)
+        # Held while a batch is folded: the core is awaited meanwhile, and a revocation must not
+        # forget records (or restart the core) in the middle of a batch.
+        self._folding = asyncio.Lock()
 
     async def run(self) -> None:
         """Fold batches of input records, effectively once (the protocol: streams/batch.py).
@@ -110,7 +113,7 @@ class FoldLoop:
                 in_flight.cancel()
             await self.writer.close()
             if self.core is not None:
-                self.core.close()
+                await self.core.close()
 
     async def _run(self, flight: deque[_InFlight]) -> None:
         while True:
@@ -123,8 +126,9 @@ class FoldLoop:
                 # What the worker holds from now on lives as long as it does: out of the collector's
                 # sight, its full passes stop walking it (~100 ms each, stalling every batch).
                 settle_long_lived_heap()
-            batch, folded = self._fold(delivery)
-            self._seal(batch)
+            async with self._folding:  # a rebalance's revocation waits for the batch being folded
+                batch, folded = await self._fold(delivery)
+                self._seal(batch)
             held = self._held()
             while len(flight) >= MAX_UNSTORED:
                 await flight[0].stored
@@ -187,7 +191,7 @@ class FoldLoop:
         published = asyncio.create_task(publish())
         return _InFlight(journaled, published, asyncio.create_task(store()))
 
-    def _fold(self, delivery: Delivery) -> tuple[Batch, dict[int, dict[str, int]]]:
+    async def _fold(self, delivery: Delivery) -> tuple[Batch, dict[int, dict[str, int]]]:
         """Fold a delivery's new inputs: through the native core when there is one and it covers
         them, else (or when it gives up) with the Python fold."""
         folded: dict[int, dict[str, int]] = {}  # partition -> {topic: newest offset folded}
@@ -203,7 +207,7 @@ class FoldLoop:
             if offset > offsets.get(topic, -1):
                 offsets[topic] = offset
             inputs.append((Coordinates(topic, partition, offset, record.timestamp), record))  # stamp in ms
-        batch, native = fold_batch(self.core, self._batch_fold(), inputs, self._waiting)
+        batch, native = await fold_batch(self.core, self._batch_fold(), inputs, self._waiting)
         if self.core is not None:
             self.counts[("native_batches" if native else "python_batches", "")] += 1
         self._note_held(batch)
@@ -281,7 +285,7 @@ class FoldLoop:
             await consumer.stop()
         if self.core is not None:
             records = self.state.records
-            self.core.load(
+            await self.core.load(
                 (key, records.get(key)) for key in self.state.keys_of(partition) if not is_marker(key)
             )
         log.info("partition %d: restored %d records", partition, pods)
@@ -290,11 +294,15 @@ class FoldLoop:
         self.watermarks.restored(partition, marker, self._held().get(partition))
 
     async def on_revoked(self, *args: Any, **kwargs: Any) -> None:
+        async with self._folding:
+            await self._forget_partitions()
+
+    async def _forget_partitions(self) -> None:
         # Another worker may change these partitions' records before they come back to us.
         for partition in self._recovered:
             self.state.forget(partition)
         if self.core is not None:  # it forgets them too (and what batches in flight made): a new one
-            self.core.restart()
+            await self.core.restart()
         self._recovered.clear()
         self._waiting.clear()
         self._holding.clear()

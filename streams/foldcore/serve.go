@@ -76,17 +76,21 @@ type changedRecord struct {
 //
 // Every record is kept as its JSON, as Python stores it: a pod's JSON takes a third of the memory
 // of its objects, and the worker may hold a hundred thousand pods for hours. A record is read
-// into a Record when an event needs it, and stays one (in fold.Records) while batches keep
-// changing it; after a batch that leaves it alone, only its JSON is kept.
+// into a Record when an event needs it, and stays one (in fold.Records) while it is among the
+// ParsedRecords most recently used (serve_parsed.go); after that, only its JSON is kept.
 type Server struct {
 	// HoldMaxEvents is HoldLimits.max_events: the most events a pod not announced yet holds. The
 	// batch that would hold more gives up (Python dead-letters the oldest).
 	HoldMaxEvents int
+	// ParsedRecords is how many records stay parsed after the batch that used them, the most
+	// recently used; the records the last batch used stay parsed whatever the bound (0: only them).
+	ParsedRecords int
 
 	fold          *Fold
 	maxEventBytes int
 	stored        map[string][]byte      // the JSON of every record not uncovered
 	shapes        map[string]recordShape // of every record in fold.Records
+	parsed        parsedRecords          // the pods of fold.Records, the most recently used first
 	held          map[string]*heldRecord // the waiting pods' records a batch read or made
 	uncovered     map[string]struct{}
 	interner      shapeInterner
@@ -113,9 +117,11 @@ type Server struct {
 func NewServer(maxEventBytes int) *Server {
 	s := &Server{
 		HoldMaxEvents: DefaultHoldMaxEvents,
+		ParsedRecords: DefaultParsedRecords,
 		maxEventBytes: maxEventBytes,
 		stored:        map[string][]byte{},
 		shapes:        map[string]recordShape{},
+		parsed:        newParsedRecords(),
 		held:          map[string]*heldRecord{},
 		uncovered:     map[string]struct{}{},
 		interner:      shapeInterner{},
@@ -229,8 +235,8 @@ func (s *Server) setRecord(uid string, data []byte, none bool) {
 
 // forget drops whatever the server holds of the pod's record.
 func (s *Server) forget(uid string) {
-	delete(s.fold.Records, uid)
-	delete(s.shapes, uid)
+	s.unparse(uid)
+	s.parsed.drop(uid)
 	delete(s.held, uid)
 	delete(s.stored, uid)
 }

@@ -115,8 +115,8 @@ func (s *Server) foldInputs() (at int, reason string) {
 	return at, ""
 }
 
-// store keeps the JSON of the records the batch changed, and lets go of the objects of those it
-// did not change.
+// store keeps the JSON of the records the batch changed, and keeps the objects of the records
+// used most recently (serve_parsed.go).
 func (s *Server) store() {
 	for _, c := range s.changed {
 		if c.start < 0 {
@@ -130,12 +130,7 @@ func (s *Server) store() {
 			s.stored[c.uid] = slices.Clone(data)
 		}
 	}
-	for uid := range s.fold.Records {
-		if _, changed := s.changedAt[uid]; !changed {
-			delete(s.fold.Records, uid)
-			delete(s.shapes, uid)
-		}
-	}
+	s.keepParsed()
 }
 
 // giveUpReason says why a panic of the fold gave up.

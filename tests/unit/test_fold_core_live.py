@@ -6,6 +6,7 @@ core goes on from what that fold stored; a new core loaded from fold-state goes 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 import orjson
 import pytest
 
+from podledger.errors import UserError
 from podledger.partitioner import partition_for_node
 from podledger.schemas import encode
 from podledger.streams.batch import BatchFold, seal
@@ -93,9 +95,9 @@ class Loop:
         raw = self.state.get(key)
         return None if raw is None else orjson.loads(raw)
 
-    def fold(self, inputs: Inputs) -> None:
+    async def fold(self, inputs: Inputs) -> None:
         fold = BatchFold(self.lookup, self.limits, MAX_BYTES, self.clock)
-        batch, native = fold_batch(self.core, fold, inputs, self.waiting)
+        batch, native = await fold_batch(self.core, fold, inputs, self.waiting)
         self.native += native
         seal(batch, self.heads, "test.")
         self.clock.update(batch.newest)
@@ -107,18 +109,21 @@ class Loop:
             else:
                 self.state[key] = record if isinstance(record, bytes) else orjson.dumps(record)
 
-    def run(self, inputs: Inputs, size: int) -> Loop:
+    async def run(self, inputs: Inputs, size: int) -> Loop:
         for start in range(0, len(inputs), size):
-            self.fold(inputs[start : start + size])
+            await self.fold(inputs[start : start + size])
         return self
 
 
 def both(core_path: str, inputs: Inputs, size: int, limits: HoldLimits = DEFAULT_HOLD) -> tuple[Loop, Loop]:
-    core = new_core(core_path)
-    try:
-        return Loop(None, limits).run(inputs, size), Loop(core, limits).run(inputs, size)
-    finally:
-        core.close()
+    async def run() -> tuple[Loop, Loop]:
+        core = new_core(core_path)
+        try:
+            return await Loop(None, limits).run(inputs, size), await Loop(core, limits).run(inputs, size)
+        finally:
+            await core.close()
+
+    return asyncio.run(run())
 
 
 def assert_same(python: Loop, native: Loop) -> None:
@@ -186,18 +191,22 @@ def test_batches_the_core_does_not_cover_fold_in_python_and_the_core_goes_on(cor
 
 def test_a_new_core_loaded_from_fold_state_goes_on_as_the_old_one(core_path: str) -> None:
     inputs = workload_inputs(100, 2000, 7)
-    python = Loop(None).run(inputs, 100)
-    first, second = new_core(core_path), new_core(core_path)
-    try:
-        native = Loop(first).run(inputs[:1000], 100)
-        # A worker that takes the partitions over restores fold-state and loads it into its core.
-        assert second.load(list(native.state.items())) == len(native.state)
-        native.core = second
-        native.run(inputs[1000:], 100)
-    finally:
-        first.close()
-        second.close()
-    assert_same(python, native)
+
+    async def run() -> tuple[Loop, Loop]:
+        python = await Loop(None).run(inputs, 100)
+        first, second = new_core(core_path), new_core(core_path)
+        try:
+            native = await Loop(first).run(inputs[:1000], 100)
+            # A worker that takes the partitions over restores fold-state and loads it into its core.
+            assert await second.load(list(native.state.items())) == len(native.state)
+            native.core = second
+            await native.run(inputs[1000:], 100)
+        finally:
+            await first.close()
+            await second.close()
+        return python, native
+
+    assert_same(*asyncio.run(run()))
 
 
 def test_an_event_for_a_pod_the_core_does_not_model_goes_to_the_python_fold(core_path: str) -> None:
@@ -206,19 +215,40 @@ def test_an_event_for_a_pod_the_core_does_not_model_goes_to_the_python_fold(core
     up, and the core forgets every pod the batch touched until it is loaded again."""
     inputs = workload_inputs(5, 60, 9)
     rest = inputs[30:]
-    loop = Loop(None).run(inputs[:30], 30)
-    core = new_core(core_path)
-    try:
-        core.load(list(loop.state.items()))
-        uid = uid_of(orjson.loads(rest[3][1].value or b"{}")).encode()
-        proven = orjson.loads(loop.state[uid]) | {"seqs": {"pleg": 7}}
-        core.load([(uid, orjson.dumps(proven))])
-        answer = core.fold([(at, m.value) for at, m in rest], loop.clock)
-        assert isinstance(answer, CoreGaveUp)
-        assert uid in answer.dropped
-        assert set(answer.dropped) <= {uid_of(orjson.loads(m.value or b"{}")).encode() for _, m in rest[:4]}
-    finally:
-        core.close()
+
+    async def run() -> tuple[bytes, Any]:
+        loop = await Loop(None).run(inputs[:30], 30)
+        core = new_core(core_path)
+        try:
+            await core.load(list(loop.state.items()))
+            uid = uid_of(orjson.loads(rest[3][1].value or b"{}")).encode()
+            proven = orjson.loads(loop.state[uid]) | {"seqs": {"pleg": 7}}
+            await core.load([(uid, orjson.dumps(proven))])
+            return uid, await core.fold([(at, m.value) for at, m in rest], loop.clock)
+        finally:
+            await core.close()
+
+    uid, answer = asyncio.run(run())
+    assert isinstance(answer, CoreGaveUp)
+    assert uid in answer.dropped
+    assert set(answer.dropped) <= {uid_of(orjson.loads(m.value or b"{}")).encode() for _, m in rest[:4]}
+
+
+def test_a_core_that_stops_is_a_clear_error(core_path: str, tmp_path: Any) -> None:
+    """The worker must not fold on without its core: a core gone is an error that names it."""
+    script = tmp_path / "dies"
+    script.write_text("#!/bin/sh\nexit 7\n")
+    script.chmod(0o755)
+
+    async def run() -> None:
+        core = LiveCore(str(script), MAX_BYTES, 100)
+        try:
+            await core.load([(b"uid", None)])
+        finally:
+            await core.close()
+
+    with pytest.raises(UserError, match=r"native fold core stopped \(exit 7\)"):
+        asyncio.run(run())
 
 
 def uid_of(value: dict[str, Any]) -> str:

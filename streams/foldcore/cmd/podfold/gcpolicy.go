@@ -26,6 +26,20 @@ const (
 	minGCPercent = 100
 )
 
+// serveGCPercent is the live mode's pace. The process lives for hours beside a fold worker and
+// holds the records of its partitions, mostly as JSON bytes, which the collector does not scan:
+// a collection costs little, and a heap held near the live records keeps the worker's memory
+// small (at Go's default the heap would grow to twice the records between collections).
+const serveGCPercent = 25
+
+// paceServeGC applies the live mode's pace, unless GOGC or GOMEMLIMIT is set.
+func paceServeGC() {
+	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	debug.SetGCPercent(serveGCPercent)
+}
+
 // paceGC applies the policy above for the rest of the process.
 func paceGC() {
 	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {

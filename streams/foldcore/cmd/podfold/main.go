@@ -32,19 +32,21 @@ func main() {
 		"with --serve: the largest input value folded (0: no limit)")
 	holdMaxEvents := flag.Int("hold-max-events", foldcore.DefaultHoldMaxEvents,
 		"with --serve: the most events a pod not announced yet holds (HoldLimits.max_events)")
+	parsedRecords := flag.Int("parsed-records", foldcore.DefaultParsedRecords,
+		"with --serve: how many records stay parsed, the most recently used (the last batch's always do; 0: only those)")
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: podfold [--progress] [FILE]\n       podfold --serve [--max-event-bytes N] [--hold-max-events N]")
+		fmt.Fprintln(os.Stderr, "usage: podfold [--progress] [FILE]\n       podfold --serve [--max-event-bytes N] [--hold-max-events N] [--parsed-records N]")
 	}
 	flag.Parse()
 	if *serve {
-		if flag.NArg() > 0 || *maxEventBytes < 0 {
+		if flag.NArg() > 0 || *maxEventBytes < 0 || *parsedRecords < 0 {
 			flag.Usage()
 			os.Exit(2)
 		}
-		// No paceGC: the process lives for hours beside the worker, so the heap stays near its
-		// live records.
+		paceServeGC()
 		server := foldcore.NewServer(*maxEventBytes)
 		server.HoldMaxEvents = *holdMaxEvents
+		server.ParsedRecords = *parsedRecords
 		if err := server.Serve(os.Stdin, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, "podfold:", err)
 			os.Exit(1)
