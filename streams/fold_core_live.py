@@ -82,9 +82,7 @@ class LiveCore:
                 *self._command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
             )
             assert proc.stdin is not None and proc.stdout is not None
-            pipe = proc.stdin.transport.get_extra_info("pipe")
-            if pipe is not None:
-                _widen(pipe.fileno())
+            _widen(proc.stdin.transport.get_extra_info("pipe"))
             self._proc = proc
         return self._proc
 
@@ -209,9 +207,11 @@ _PIPE_BYTES = 1 << 20
 _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 
 
-def _widen(fd: int) -> None:
+def _widen(pipe: Any) -> None:
+    if pipe is None:
+        return
     with contextlib.suppress(OSError, ValueError):  # a lower limit (or a core gone): it works, slower
-        fcntl.fcntl(fd, _F_SETPIPE_SZ, _PIPE_BYTES)
+        fcntl.fcntl(pipe.fileno(), _F_SETPIPE_SZ, _PIPE_BYTES)
 
 
 def _nbytes(value: bytes | None) -> bytes:
