@@ -38,6 +38,8 @@ def machine() -> str:
     return f"machine: {os.cpu_count()} cores, {mem_gb:.0f} GB"
 
 
+DELETE_WAIT_S = 30.0  # how long drop_bench_topics waits for the broker to finish deleting
+
 # The topic prefixes benchmarks of this process made, and a broker to reach them: drop_bench_topics.
 _made: dict[str, Settings] = {}
 
@@ -74,6 +76,14 @@ async def _drop(settings: Settings, prefix: str) -> int:
         names = [name for name in await admin.list_topics() if name.startswith(prefix)]
         if names:
             await admin.delete_topics(names)
+        # The broker deletes in the background: wait until they are gone from its listing.
+        deadline = asyncio.get_running_loop().time() + DELETE_WAIT_S
+        while asyncio.get_running_loop().time() < deadline:
+            if not any(name.startswith(prefix) for name in await admin.list_topics()):
+                break
+            await asyncio.sleep(0.5)
+        else:
+            say(f"topics {prefix}* still listed {DELETE_WAIT_S:.0f} s after their deletion")
         return len(names)
     finally:
         await admin.close()
