@@ -65,7 +65,7 @@ class LiveCore:
     """One `podfold --serve` process: `load` records into it, `fold` batches through it.
 
     It speaks over the event loop's pipes, so the loop goes on (broker acknowledgements, earlier
-    batches' writes) while the core folds. One request at a time: `restart` waits for the one in
+    batches' writes) while the core folds. One request at a time: `close` waits for the one in
     flight."""
 
     def __init__(self, path: str, max_event_bytes: int, hold_max_events: int) -> None:
@@ -85,11 +85,6 @@ class LiveCore:
             _widen(proc.stdin.transport.get_extra_info("pipe"))
             self._proc = proc
         return self._proc
-
-    async def restart(self) -> None:
-        """A new process, holding no record (it starts with the next request)."""
-        async with self._lock:
-            await self._stop()
 
     async def load(self, records: Iterable[tuple[bytes, bytes | None]]) -> int:
         """Give the core these pods' records as fold-state holds them (None: the pod has none)."""
@@ -138,7 +133,8 @@ class LiveCore:
         return answer
 
     async def close(self) -> None:
-        """End the process: it exits at the end of its input."""
+        """End the process (it exits at the end of its input); the next request starts a new one,
+        holding no record."""
         async with self._lock:
             await self._stop()
 

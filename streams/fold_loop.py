@@ -302,7 +302,7 @@ class FoldLoop:
         for partition in self._recovered:
             self.state.forget(partition)
         if self.core is not None:  # it forgets them too (and what batches in flight made): a new one
-            await self.core.restart()
+            await self.core.close()  # starts with the next batch
         self._recovered.clear()
         self._waiting.clear()
         self._holding.clear()
