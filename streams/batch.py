@@ -43,6 +43,7 @@ from podledger.streams.fold import (
     decode_input,
     expire_held,
     fold_event,
+    held_since,
     unusable,
 )
 from podledger.types import Topic
@@ -218,24 +219,40 @@ class BatchFold:
         if at.topic == Topic.POD_UPDATES:  # held events expire by what pod-updates has shown
             self.batch.newest[partition] = max(self.batch.newest.get(partition, 0), at.ts_ms)
 
-    def expire_held(self, keys: set[bytes]) -> None:
+    def expire_held(self, waiting: Waiting) -> None:
         """Dead-letter held events that pod-updates of their partition has passed by too far.
 
-        `keys` are the records known to hold events; it gains those that started holding in this
-        batch and loses those that no longer hold any."""
-        keys |= {k for k, (_, r) in self.batch.changed.items() if holds_events(r)}
-        for key in list(keys):
-            record = self.record(key)
-            if not record or not record.get("held"):
-                keys.discard(key)
+        `waiting` maps the records known to hold events to (partition, stamp of the oldest held
+        event); it is kept true here. The records this batch changed are read again, as they may
+        have started or stopped holding; the others only once their oldest event may have expired,
+        so a batch does not decode every waiting record again."""
+        for key, (_, record) in self.batch.changed.items():
+            note_waiting(waiting, key, record)
+        newest, max_ms = self.batch.newest, self.limits.max_ms
+        for key, (partition, oldest) in list(waiting.items()):
+            now = newest.get(partition)
+            if now is None or now - oldest <= max_ms:
                 continue
-            partition = record["held"][0][1]  # held items are [topic, partition, offset, ts, event]
-            if partition not in self.batch.newest:
-                continue
-            record, outputs = expire_held(record, self.batch.newest[partition], self.limits)
+            record, outputs = expire_held(self.record(key) or {}, now, self.limits)
             if outputs:
                 self.batch.changed[key] = (partition, record)
                 self.batch.outputs += [(partition, out) for out in outputs]
+            note_waiting(waiting, key, record)
+
+
+# Records holding events for pods not announced yet: key -> (partition, stamp of the oldest held).
+Waiting = dict[bytes, tuple[int, int]]
+
+
+def note_waiting(waiting: Waiting, key: bytes, record: PodRecord | bytes | None) -> None:
+    """Keep `waiting` true for one record (or its stored bytes), as it is now."""
+    if isinstance(record, bytes):  # decoded only when it may hold events (HELD_MARK)
+        record = orjson.loads(record) if HELD_MARK in record else None
+    since = held_since(record)
+    if since is None:
+        waiting.pop(key, None)
+    else:
+        waiting[key] = since
 
 
 def stored_record(record: PodRecord | bytes | None) -> PodRecord | None:

@@ -34,6 +34,7 @@ from podledger.streams.record import (
     HoldLimits,
     PodRecord,
     expire_held,
+    held_since,
     hold,
     new_record,
 )
@@ -57,6 +58,7 @@ __all__ = [
     "expire_held",
     "fold_event",
     "foreign",
+    "held_since",
     "new_record",
     "replayed",
     "unusable",

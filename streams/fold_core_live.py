@@ -27,7 +27,7 @@ import orjson
 
 from podledger.errors import UserError
 from podledger.schemas.cloud_events import StatusFacts
-from podledger.streams.batch import Batch, BatchFold
+from podledger.streams.batch import Batch, BatchFold, Waiting
 from podledger.streams.outputs import Coordinates, Output
 from podledger.types import Topic
 
@@ -164,11 +164,11 @@ async def fold_batch(
     core: LiveCore | None,
     fold: BatchFold,
     inputs: Sequence[tuple[Coordinates, InputRecord]],
-    waiting: set[bytes],
+    waiting: Waiting,
 ) -> tuple[Batch, bool]:
     """Fold a batch of inputs into `fold`'s batch: through the core when it covers them, else with
     the Python fold; then give up held events that have waited too long (`waiting`: the records
-    holding some, see BatchFold.expire_held). Returns the batch and whether the core folded it.
+    holding some and since when, see BatchFold.expire_held). Returns the batch and whether the core folded it.
 
     The core is then taught what the Python fold changed and what it forgot, so it holds every
     record as the caller's store will."""

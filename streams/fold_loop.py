@@ -25,9 +25,10 @@ from podledger.schemas import decode
 from podledger.streams.batch import (
     Batch,
     BatchFold,
-    holds_events,
+    Waiting,
     is_marker,
     marker_key,
+    note_waiting,
     seal,
     stored_record,
 )
@@ -80,8 +81,7 @@ class FoldLoop:
         self.writer = BatchWriter(settings, self.state, counts)
         self.watermarks = WatermarkPublisher(settings)
         self._recovered: set[int] = set()  # partitions whose journal tail was re-applied
-        self._waiting: set[bytes] = set()  # records holding events for unannounced pods
-        self._holding: dict[bytes, dict[int, int]] = {}  # those records' oldest held stamp per partition
+        self._waiting: Waiting = {}  # records holding events for unannounced pods, since when
         self._unstored: list[Batch] = []  # batches folded and not stored yet, oldest first (see run)
         self._clock: dict[int, int] = {}  # partition -> newest pod-updates event time folded
         self._heads: dict[tuple[str, int], bytes] = {}  # (topic, partition) -> its hash chain's head
@@ -210,17 +210,7 @@ class FoldLoop:
         batch, native = await fold_batch(self.core, self._batch_fold(), inputs, self._waiting)
         if self.core is not None:
             self.counts[("native_batches" if native else "python_batches", "")] += 1
-        self._note_held(batch)
         return batch, folded
-
-    def _note_held(self, batch: Batch) -> None:
-        """Keep the oldest held input of every record holding some, from the records a batch changed."""
-        for key, (_, pod) in batch.changed.items():
-            if holds_events(pod):
-                self._waiting.add(key)
-                self._holding[key] = oldest_held([stored_record(pod)])
-            else:
-                self._holding.pop(key, None)
 
     def _lookup(self, key: bytes) -> PodRecord | None:
         """A pod's record as of the last folded batch: from the newest batch not stored yet that
@@ -254,8 +244,7 @@ class FoldLoop:
         pods = await self.state.restore(partition)
         self._heads.update(await self.state.chain_heads(partition))
         for key in self.state.held_keys(partition):
-            self._waiting.add(key)
-            self._holding[key] = oldest_held([self.state.get(key)])
+            note_waiting(self._waiting, key, self.state.records.get(key))
         marker = self.state.journal_marker(partition)
         start = 0 if marker is None else marker + 1
         consumer = new_consumer(self.settings)
@@ -276,7 +265,8 @@ class FoldLoop:
             if last >= start:
                 fold.batch.journal.clear()
                 self._seal(fold.batch)
-                self._note_held(fold.batch)
+                for key, (_, pod) in fold.batch.changed.items():
+                    note_waiting(self._waiting, key, pod)
                 await self.writer.commit(fold.batch, {partition: last}, {partition: reapplied})
                 log.warning(
                     "partition %d: re-applied journal offsets %d..%d after a restart", partition, start, last
@@ -305,17 +295,12 @@ class FoldLoop:
             await self.core.close()  # starts with the next batch
         self._recovered.clear()
         self._waiting.clear()
-        self._holding.clear()
         self._heads.clear()  # another worker extends the chains meanwhile: read again on restore
         self.watermarks.forget()
 
     def _held(self) -> dict[int, int]:
         """Per partition, the oldest input held for a pod not announced yet (bounds the watermark)."""
-        out: dict[int, int] = {}
-        for held in self._holding.values():
-            for partition, stamp in held.items():
-                out[partition] = min(out.get(partition, stamp), stamp)
-        return out
+        return oldest_held(self._waiting.values())
 
     async def publish_watermarks(self) -> None:
         """Every PODLEDGER_WATERMARK_MS, the watermark of each owned partition (streams/watermark.py)."""

@@ -1,7 +1,8 @@
 """The fold's pod record, and the events it holds for a pod not announced yet. Pure.
 
 A pod record (`PodRecord`) is a plain dict, stored as JSON on fold-state. Events that arrive before
-their pod's first pod-update wait in it (`hold`) and are given up by `expire_held` (HoldLimits).
+their pod's first pod-update wait in it (`hold`) and are given up by `expire_held` (HoldLimits);
+`held_since` says since when a record has been waiting.
 """
 
 from __future__ import annotations
@@ -60,6 +61,16 @@ class HeldEvent:
         topic, partition, offset, ts_ms, value = item[:5]
         proof = Proof(*item[5]) if len(item) > 5 else None
         return cls(Coordinates(topic, partition, offset, ts_ms), value, proof)
+
+
+def held_since(record: PodRecord | None) -> tuple[int, int] | None:
+    """(partition, stamp of its oldest held event) of a record holding events, else None.
+
+    A record holds events only for its own uid, so they are all in one partition."""
+    held = (record or {}).get("held")
+    if not held:
+        return None
+    return int(held[0][1]), min(int(item[3]) for item in held)
 
 
 def new_record(update: models.PodUpdate) -> PodRecord:

@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from podledger.schemas import DecodeError, from_dict
-from podledger.streams.batch import BatchFold
+from podledger.streams.batch import BatchFold, Waiting
 from podledger.streams.fold import (
     DEFAULT_HOLD,
     Coordinates,
@@ -88,7 +88,7 @@ class Replayer:
         self.limits = limits
         self.stats = stats if stats is not None else ReplayStats()
         self.records: dict[bytes, PodRecord] = {}
-        self.waiting: set[bytes] = set()
+        self.waiting: Waiting = {}
         self.line_no = 0
         # Every event here is decoded from a JSON line, so its journal entry encodes again.
         self.fold = BatchFold(self.records.get, limits, 1 << 62, {}, encode_journal=False)

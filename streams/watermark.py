@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from podledger.schemas import models
 from podledger.types import INGRESS_TOPICS
@@ -155,14 +154,12 @@ class Stamping:
         self.stale = True
 
 
-def oldest_held(records: Iterable[Any]) -> dict[int, int]:
-    """Per partition, the stamp of the oldest input held for a pod not announced yet, over fold
-    records (held items are [topic, partition, offset, stamp, event, ...], streams/fold.py)."""
+def oldest_held(waiting: Iterable[tuple[int, int]]) -> dict[int, int]:
+    """Per partition, the stamp of the oldest input held for a pod not announced yet, from each
+    waiting record's (partition, oldest held stamp) (streams/record.py held_since)."""
     out: dict[int, int] = {}
-    for record in records:
-        for item in (record or {}).get("held") or ():
-            partition, stamp = int(item[1]), int(item[3])
-            out[partition] = min(out.get(partition, stamp), stamp)
+    for partition, stamp in waiting:
+        out[partition] = min(out.get(partition, stamp), stamp)
     return out
 
 

@@ -159,7 +159,7 @@ def test_held_events_expire_only_once_pod_updates_has_passed_them_by() -> None:
 
     limits = HoldLimits(max_events=100, max_ms=30_000)
     records: dict = {}
-    waiting: set = set()
+    waiting: dict = {}
     clock: dict = {}
 
     def feed(offset: int, topic: str, event: object) -> list:
@@ -182,6 +182,42 @@ def test_held_events_expire_only_once_pod_updates_has_passed_them_by() -> None:
     assert [(d.reason, d.offset) for d in letters] == [("unknown_pod", 0)]
     assert "held longer than 30000 ms" in letters[0].detail
     assert [h[2] for h in records[b"ghost"]["held"]] == [1]
+    assert waiting == {b"ghost": (2, T0 + 120_000)}  # since when it waits now
+
+
+def test_a_waiting_record_is_read_again_only_once_its_oldest_event_may_have_expired() -> None:
+    from podledger.streams.batch import BatchFold
+
+    limits = HoldLimits(max_events=100, max_ms=30_000)
+    records: dict = {}
+    reads: list[bytes] = []
+    waiting: dict = {}
+    clock: dict = {}
+
+    def lookup(key: bytes) -> object:
+        reads.append(key)
+        return records.get(key)
+
+    def feed(event: object, topic: str = "pod-updates") -> None:
+        nonlocal clock
+        fold = BatchFold(lookup, limits, 1 << 20, clock)
+        fold.add_event(at(0, event.ts_ms, topic), event, journal=True)
+        fold.expire_held(waiting)
+        clock = fold.batch.newest
+        records.update({k: r for k, (_, r) in fold.batch.changed.items()})
+
+    def announce(uid: str, ts: int) -> models.PodUpdate:
+        return models.PodUpdate("ADD", "api", "n1", {**POD, "metadata": {**POD["metadata"], "uid": uid}}, ts)
+
+    feed(probe(uid="ghost", ts=T0), "probe-results")
+    assert waiting == {b"ghost": (2, T0)}
+    for n in range(1, 4):  # pod-updates moves on, not yet 30 s past the held event
+        reads.clear()
+        feed(announce(f"u-{n}", T0 + n * 10_000))
+        assert b"ghost" not in reads
+    reads.clear()
+    feed(announce("u-4", T0 + 30_001))  # now it may have expired: read, given up, no longer waiting
+    assert b"ghost" in reads and waiting == {} and records[b"ghost"]["held"] == []
 
 
 def test_held_events_of_a_pod_removed_at_once_are_dead_lettered() -> None:
@@ -207,7 +243,7 @@ def test_held_event_older_than_the_partition_clock_expires_in_its_own_batch() ->
 
     fold = BatchFold({}.get, HoldLimits(max_events=100, max_ms=2000), 1 << 20, clock={2: T0 + 10_000})
     fold.add_event(at(0, T0, "probe-results"), probe(uid="stranger", ts=T0), journal=True)
-    fold.expire_held(set())
+    fold.expire_held({})
     [(partition, letter)] = fold.batch.outputs
     assert partition == 2 and letter.value.reason == "unknown_pod"
     assert fold.batch.changed[b"stranger"][1]["held"] == []

@@ -17,7 +17,7 @@ import pytest
 from podledger.errors import UserError
 from podledger.partitioner import partition_for_node
 from podledger.schemas import encode
-from podledger.streams.batch import BatchFold, seal
+from podledger.streams.batch import BatchFold, Waiting, seal
 from podledger.streams.fold import DEFAULT_HOLD, HoldLimits
 from podledger.streams.fold_core_live import CoreGaveUp, LiveCore, fold_batch
 from podledger.streams.native_replay import find_core
@@ -82,7 +82,7 @@ class Loop:
         self.limits = limits
         self.state: dict[bytes, bytes] = {}
         self.clock: dict[int, int] = {}
-        self.waiting: set[bytes] = set()
+        self.waiting: Waiting = {}
         self.heads: dict[tuple[str, int], bytes] = {
             (topic, p): b"\0" * 32
             for topic in (Topic.JOURNAL, Topic.POD_STATUS_HISTORY)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from podledger.schemas import models
+from podledger.streams.record import held_since
 from podledger.streams.watermark import (
     Progress,
     Stamping,
@@ -217,7 +218,9 @@ def test_oldest_held_per_partition() -> None:
         {"uid": "c", "pod": {}, "held": []},
         None,
     ]
-    assert oldest_held(records) == {1: 2_500, 2: 9_000}
+    waiting = [since for since in map(held_since, records) if since is not None]
+    assert waiting == [(1, 2_500), (2, 9_000)]
+    assert oldest_held([*waiting, (1, 2_700)]) == {1: 2_500, 2: 9_000}
 
 
 def test_combine_is_the_smallest_and_none_until_every_partition_has_one() -> None:
