@@ -21,7 +21,7 @@ import logging
 import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 import orjson
 
@@ -65,8 +65,9 @@ class LiveCore:
     """One `podfold --serve` process: `load` records into it, `fold` batches through it.
 
     It speaks over the event loop's pipes, so the loop goes on (broker acknowledgements, earlier
-    batches' writes) while the core folds. One request at a time: `close` waits for the one in
-    flight."""
+    batches' writes) while the core folds. One request at a time; a batch may be handed over
+    (`start_fold`) before its answer is wanted (`Started.result`), so the core folds it while the
+    loop seals and sends the batch before. `close` ends the process, a batch handed over included."""
 
     def __init__(self, path: str, max_event_bytes: int, hold_max_events: int) -> None:
         self._command = [
@@ -74,9 +75,10 @@ class LiveCore:
             *("--hold-max-events", str(hold_max_events)),
         ]
         self._proc: asyncio.subprocess.Process | None = None
-        self._lock = asyncio.Lock()
+        self._lock = asyncio.Lock()  # held while a request is written or an answer read
+        self._started: Started | None = None  # the batch handed over whose answer is not read yet
 
-    async def _started(self) -> asyncio.subprocess.Process:
+    async def _process(self) -> asyncio.subprocess.Process:
         if self._proc is None:
             proc = await asyncio.create_subprocess_exec(
                 *self._command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
@@ -94,7 +96,9 @@ class LiveCore:
             parts += (_U32.pack(len(key)), key, _nbytes(value), value or b"")
             count += 1
         if count:
-            await self._ask(b"L" + _U32.pack(count) + b"".join(parts))
+            async with self._lock:
+                proc = await self._send(b"L" + _U32.pack(count) + b"".join(parts))
+                await self._answer(proc)
         return count
 
     async def fold(
@@ -102,6 +106,13 @@ class LiveCore:
     ) -> Batch | CoreGaveUp:
         """Fold a batch of ingress records, in order; `clock` is each partition's newest
         pod-updates event time before it (the batch's `newest` starts from it)."""
+        return await (await self.start_fold(inputs, clock)).result()
+
+    async def start_fold(
+        self, inputs: Sequence[tuple[Coordinates, bytes | None]], clock: dict[int, int]
+    ) -> Started:
+        """Hand the core a batch (as `fold`) and return at once; its answer is `result()`, which
+        must be read before any other request."""
         parts = [b"B", _U32.pack(len(inputs))]
         head, codes = _INPUT_HEAD.pack, TOPIC_CODES
         for at, value in inputs:
@@ -109,33 +120,47 @@ class LiveCore:
             parts.append(head(codes[at.topic], at.partition, at.offset, at.ts_ms, size))
             if value is not None:
                 parts.append(value)
-        answer = await self._ask(b"".join(parts))
-        if answer[0] == _GAVE_UP:
-            return _gave_up(answer)
-        return _batch(answer, clock)
-
-    async def _ask(self, request: bytes) -> bytes:
         async with self._lock:
-            proc = await self._started()
-            assert proc.stdin is not None and proc.stdout is not None
-            try:
-                proc.stdin.write(request)
-                await proc.stdin.drain()
-                (size,) = _U32.unpack(await proc.stdout.readexactly(4))
-                answer = await proc.stdout.readexactly(size)
-            except (BrokenPipeError, ConnectionResetError, asyncio.IncompleteReadError):
-                await self._stop()
-                raise UserError(
-                    f"the native fold core stopped (exit {proc.returncode}); see its message above"
-                ) from None
+            proc = await self._send(b"".join(parts))
+            started = self._started = Started(self, proc, dict(clock))
+        return started
+
+    async def _send(self, request: bytes) -> asyncio.subprocess.Process:
+        if self._started is not None:
+            raise RuntimeError("the native fold core's answer to the batch handed over is not read yet")
+        proc = await self._process()
+        assert proc.stdin is not None
+        try:
+            proc.stdin.write(request)  # the pipe takes it now; drained when the answer is read
+        except (BrokenPipeError, ConnectionResetError):
+            await self._died(proc)
+        return proc
+
+    async def _answer(self, proc: asyncio.subprocess.Process) -> bytes:
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            await proc.stdin.drain()
+            (size,) = _U32.unpack(await proc.stdout.readexactly(4))
+            answer = await proc.stdout.readexactly(size)
+        except (BrokenPipeError, ConnectionResetError, asyncio.IncompleteReadError):
+            await self._died(proc)
         if answer[0] not in (_OK, _GAVE_UP):
             raise UserError(f"the native fold core answered {answer[0]}, which this podledger does not know")
         return answer
 
+    async def _died(self, proc: asyncio.subprocess.Process) -> NoReturn:
+        await self._stop()
+        raise UserError(f"the native fold core stopped (exit {proc.returncode}); see its message above")
+
     async def close(self) -> None:
         """End the process (it exits at the end of its input); the next request starts a new one,
-        holding no record."""
+        holding no record. A batch handed over and not read is forgotten (`Started.result`)."""
         async with self._lock:
+            started, self._started = self._started, None
+            if started is not None and self._proc is not None:
+                # Its answer is read and dropped: a core whose output nobody reads cannot exit.
+                with contextlib.suppress(UserError, TimeoutError):
+                    await asyncio.wait_for(self._answer(started._proc), timeout=5)
             await self._stop()
 
     async def _stop(self) -> None:
@@ -152,6 +177,28 @@ class LiveCore:
                 await proc.wait()
 
 
+class Started:
+    """A batch handed to the core whose answer has not been read."""
+
+    def __init__(self, core: LiveCore, proc: asyncio.subprocess.Process, clock: dict[int, int]) -> None:
+        self._core, self._proc, self._clock = core, proc, clock
+
+    async def result(self) -> Batch | CoreGaveUp:
+        """The core's answer; if the core was closed meanwhile, a give-up that forgot nothing (the
+        new core holds no record to forget)."""
+        core = self._core
+        async with core._lock:
+            if core._started is not self:
+                return CoreGaveUp("the core was closed while it folded the batch", [])
+            try:
+                answer = await core._answer(self._proc)
+            finally:
+                core._started = None
+        if answer[0] == _GAVE_UP:
+            return _gave_up(answer)
+        return _batch(answer, self._clock)
+
+
 class InputRecord(Protocol):
     """An input record as the fold reads it (a Kafka consumer record)."""
 
@@ -165,16 +212,20 @@ async def fold_batch(
     fold: BatchFold,
     inputs: Sequence[tuple[Coordinates, InputRecord]],
     waiting: Waiting,
+    started: Started | None = None,
 ) -> tuple[Batch, bool]:
     """Fold a batch of inputs into `fold`'s batch: through the core when it covers them, else with
     the Python fold; then give up held events that have waited too long (`waiting`: the records
-    holding some and since when, see BatchFold.expire_held). Returns the batch and whether the core folded it.
+    holding some and since when, see BatchFold.expire_held). Returns the batch and whether the
+    core folded it. `started`: these inputs were handed to the core already (`core_inputs`).
 
     The core is then taught what the Python fold changed and what it forgot, so it holds every
     record as the caller's store will."""
     answer = None
-    if core is not None and inputs:
-        answer = await core.fold([(at, r.value) for at, r in inputs], fold.batch.newest)
+    if started is not None:
+        answer = await started.result()
+    elif core is not None and inputs:
+        answer = await core.fold(core_inputs(inputs), fold.batch.newest)
     if isinstance(answer, Batch):
         fold.batch = answer
     else:
@@ -190,6 +241,11 @@ async def fold_batch(
         keys += [key for key in dropped if key not in changed]
         await core.load((key, _encoded(fold.record(key))) for key in keys)
     return fold.batch, isinstance(answer, Batch)
+
+
+def core_inputs(inputs: Sequence[tuple[Coordinates, InputRecord]]) -> list[tuple[Coordinates, bytes | None]]:
+    """A batch's inputs as the core takes them."""
+    return [(at, r.value) for at, r in inputs]
 
 
 def _encoded(record: Any) -> bytes | None:

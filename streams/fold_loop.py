@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter, deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import faust
@@ -32,7 +32,7 @@ from podledger.streams.batch import (
     seal,
     stored_record,
 )
-from podledger.streams.fold_core_live import LiveCore, fold_batch
+from podledger.streams.fold_core_live import LiveCore, Started, core_inputs, fold_batch
 from podledger.streams.fold_writes import BatchWriter
 from podledger.streams.intake import Delivery, Intake
 from podledger.streams.native_replay import find_core
@@ -63,6 +63,23 @@ class _InFlight:
             task.cancel()
 
 
+@dataclass(slots=True)
+class _Ahead:
+    """The next delivery, taken while the batch before it was sealed; with `started`, the core
+    folds its `inputs` meanwhile (`folded`: their newest offsets, as FoldLoop._inputs gives)."""
+
+    delivery: Delivery
+    inputs: list[tuple[Coordinates, Any]] = field(default_factory=list)
+    folded: dict[int, dict[str, int]] = field(default_factory=dict)
+    started: Started | None = None
+
+
+def _reap(flight: deque[_InFlight]) -> None:
+    """Drop the stored batches from the front of `flight`; raise the failure of one that failed."""
+    while flight and flight[0].stored.done():
+        flight.popleft().stored.result()
+
+
 class FoldLoop:
     """The fold's side of the app: its state, its intake and its loop."""
 
@@ -82,6 +99,7 @@ class FoldLoop:
         self.watermarks = WatermarkPublisher(settings)
         self._recovered: set[int] = set()  # partitions whose journal tail was re-applied
         self._waiting: Waiting = {}  # records holding events for unannounced pods, since when
+        self._ahead: _Ahead | None = None  # the next delivery, taken early (see _fold_ahead)
         self._unstored: list[Batch] = []  # batches folded and not stored yet, oldest first (see run)
         self._clock: dict[int, int] = {}  # partition -> newest pod-updates event time folded
         self._heads: dict[tuple[str, int], bytes] = {}  # (topic, partition) -> its hash chain's head
@@ -103,7 +121,10 @@ class FoldLoop:
         consecutive batches overlap (batch n's journal goes out while n-1's records are stored) and
         the fold goes on folding. Folding reads the records of batches not stored yet from memory
         (what their store then writes). At most MAX_UNSTORED batches are folded and not stored;
-        a crash loses none of them: the successor re-applies the journal after the stored marker."""
+        a crash loses none of them: the successor re-applies the journal after the stored marker.
+
+        With the native core, the next batch, when fetched already, is handed to the core as soon
+        as batch n is folded, so the core folds n+1 while this loop seals and sends n."""
         flight: deque[_InFlight] = deque()
         try:
             with self.gc_pauses:
@@ -117,17 +138,21 @@ class FoldLoop:
 
     async def _run(self, flight: deque[_InFlight]) -> None:
         while True:
-            delivery = await self._take(flight)
-            new = sorted({r.partition for r in delivery.records} - self._recovered)
-            if new:  # restoring publishes: after the batches before, and from stored records only
-                await self._settle(flight)
-                for partition in new:
-                    await self._restore(partition)
-                # What the worker holds from now on lives as long as it does: out of the collector's
-                # sight, its full passes stop walking it (~100 ms each, stalling every batch).
-                settle_long_lived_heap()
+            ahead, self._ahead = self._ahead, None
+            delivery = ahead.delivery if ahead is not None else await self._take(flight)
+            if ahead is None or ahead.started is None:
+                new = sorted({r.partition for r in delivery.records} - self._recovered)
+                if new:  # restoring publishes: after the batches before, and from stored records only
+                    await self._settle(flight)
+                    for partition in new:
+                        await self._restore(partition)
+                    # What the worker holds from now on lives as long as it does: out of the
+                    # collector's sight, its full passes stop walking it (~100 ms each, stalling
+                    # every batch).
+                    settle_long_lived_heap()
             async with self._folding:  # a rebalance's revocation waits for the batch being folded
-                batch, folded = await self._fold(delivery)
+                batch, folded = await self._fold(delivery, ahead)
+                self._ahead = await self._fold_ahead(flight, batch)
                 self._seal(batch)
             held = self._held()
             while len(flight) >= MAX_UNSTORED:
@@ -135,11 +160,28 @@ class FoldLoop:
                 flight.popleft()
             flight.append(self._send(batch, folded, delivery, held, flight[-1] if flight else None))
 
+    async def _fold_ahead(self, flight: deque[_InFlight], batch: Batch) -> _Ahead | None:
+        """Take the next delivery if it is fetched already and hand it to the core, which folds it
+        while this loop seals and sends `batch` (the batch before it). Not when it needs a restore
+        first: it is only taken then."""
+        if self.core is None:
+            return None
+        _reap(flight)
+        delivery = await self.intake.take_nowait()
+        if delivery is None:
+            return None
+        if {r.partition for r in delivery.records} - self._recovered:
+            return _Ahead(delivery)
+        inputs, folded = self._inputs(delivery)
+        if not inputs:
+            return _Ahead(delivery)
+        clock = {**self._clock, **batch.newest}  # as `_seal` leaves it
+        return _Ahead(delivery, inputs, folded, await self.core.start_fold(core_inputs(inputs), clock))
+
     async def _take(self, flight: deque[_InFlight]) -> Delivery:
         """The next batch; a failure of a batch in flight is raised meanwhile, not later (it fails
         the newest batch's store too, which waits for it)."""
-        while flight and flight[0].stored.done():
-            await flight.popleft().stored
+        _reap(flight)
         if not flight:
             return await self.intake.take()
         newest = flight[-1].stored
@@ -191,9 +233,24 @@ class FoldLoop:
         published = asyncio.create_task(publish())
         return _InFlight(journaled, published, asyncio.create_task(store()))
 
-    async def _fold(self, delivery: Delivery) -> tuple[Batch, dict[int, dict[str, int]]]:
+    async def _fold(
+        self, delivery: Delivery, ahead: _Ahead | None
+    ) -> tuple[Batch, dict[int, dict[str, int]]]:
         """Fold a delivery's new inputs: through the native core when there is one and it covers
-        them, else (or when it gives up) with the Python fold."""
+        them, else (or when it gives up) with the Python fold. `ahead`: the delivery was taken
+        early, and maybe handed to the core (`_fold_ahead`)."""
+        if ahead is not None and ahead.started is not None:
+            inputs, folded, started = ahead.inputs, ahead.folded, ahead.started
+        else:
+            (inputs, folded), started = self._inputs(delivery), None
+        batch, native = await fold_batch(self.core, self._batch_fold(), inputs, self._waiting, started)
+        if self.core is not None:
+            self.counts[("native_batches" if native else "python_batches", "")] += 1
+        return batch, folded
+
+    def _inputs(self, delivery: Delivery) -> tuple[list[tuple[Coordinates, Any]], dict[int, dict[str, int]]]:
+        """A delivery's inputs to fold (those not folded and stored already), and per partition the
+        newest offset of each topic among them."""
         folded: dict[int, dict[str, int]] = {}  # partition -> {topic: newest offset folded}
         inputs: list[tuple[Coordinates, Any]] = []
         by_kafka_name, is_redelivery = self._by_kafka_name, self.state.is_redelivery
@@ -207,10 +264,7 @@ class FoldLoop:
             if offset > offsets.get(topic, -1):
                 offsets[topic] = offset
             inputs.append((Coordinates(topic, partition, offset, record.timestamp), record))  # stamp in ms
-        batch, native = await fold_batch(self.core, self._batch_fold(), inputs, self._waiting)
-        if self.core is not None:
-            self.counts[("native_batches" if native else "python_batches", "")] += 1
-        return batch, folded
+        return inputs, folded
 
     def _lookup(self, key: bytes) -> PodRecord | None:
         """A pod's record as of the last folded batch: from the newest batch not stored yet that

@@ -147,33 +147,45 @@ class Intake:
         makes the batches, so they grow with the load and cost no wait when it is light). Batches
         fetched before a rebalance are dropped (the new assignment reads them again from the
         committed offsets); the batch returned is in flight for Faust until `acknowledge`."""
-        loop = asyncio.get_running_loop()
         while True:
-            parts: list[Fetched] = []
-            size = 0
-            deadline: float | None = None
-            while size < self.batch_size:
-                nxt = self._next_nowait()
-                if nxt is None:
-                    timeout = None if deadline is None else deadline - loop.time()
-                    if timeout is not None and timeout <= 0:
-                        break
-                    try:
-                        nxt = await asyncio.wait_for(self.queue.get(), timeout)
-                    except TimeoutError:
-                        break
-                if not self._current(nxt):
-                    continue
-                if parts and size + len(nxt.records) > self.batch_size:
-                    self._carry = nxt
+            delivery = await self._gather(self.within_s, wait=True)
+            if delivery is not None:
+                return delivery
+
+    async def take_nowait(self) -> Delivery | None:
+        """The next batch if one is fetched already (as `take`, with no wait for more), else None."""
+        return await self._gather(0.0, wait=False)
+
+    async def _gather(self, within_s: float, *, wait: bool) -> Delivery | None:
+        """What is fetched, up to the batch size, once something came (waiting for it with `wait`),
+        and then for at most `within_s` more; None when nothing current came."""
+        loop = asyncio.get_running_loop()
+        parts: list[Fetched] = []
+        size = 0
+        deadline: float | None = None
+        while size < self.batch_size:
+            nxt = self._next_nowait()
+            if nxt is None:
+                if deadline is None and not wait:
                     break
-                parts.append(nxt)
-                size += len(nxt.records)
-                if deadline is None:
-                    deadline = loop.time() + self.within_s
-            parts = [p for p in parts if self._current(p)]  # a rebalance may have begun meanwhile
-            if parts:
-                return self._in_flight(parts)
+                timeout = None if deadline is None else deadline - loop.time()
+                if timeout is not None and timeout <= 0:
+                    break
+                try:
+                    nxt = await asyncio.wait_for(self.queue.get(), timeout)
+                except TimeoutError:
+                    break
+            if not self._current(nxt):
+                continue
+            if parts and size + len(nxt.records) > self.batch_size:
+                self._carry = nxt
+                break
+            parts.append(nxt)
+            size += len(nxt.records)
+            if deadline is None:
+                deadline = loop.time() + within_s
+        parts = [p for p in parts if self._current(p)]  # a rebalance may have begun meanwhile
+        return self._in_flight(parts) if parts else None
 
     def _next_nowait(self) -> Fetched | None:
         if self._carry is not None:

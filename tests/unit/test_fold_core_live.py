@@ -19,7 +19,7 @@ from podledger.partitioner import partition_for_node
 from podledger.schemas import encode
 from podledger.streams.batch import BatchFold, Waiting, seal
 from podledger.streams.fold import DEFAULT_HOLD, HoldLimits
-from podledger.streams.fold_core_live import CoreGaveUp, LiveCore, fold_batch
+from podledger.streams.fold_core_live import CoreGaveUp, LiveCore, Started, core_inputs, fold_batch
 from podledger.streams.native_replay import find_core
 from podledger.streams.outputs import Coordinates
 from podledger.types import Topic
@@ -95,10 +95,17 @@ class Loop:
         raw = self.state.get(key)
         return None if raw is None else orjson.loads(raw)
 
-    async def fold(self, inputs: Inputs) -> None:
+    async def fold(
+        self, inputs: Inputs, started: Started | None = None, following: Inputs = ()
+    ) -> Started | None:
+        """Fold a batch (handed to the core already: `started`); with `following`, hand that batch
+        to the core before this one is sealed and stored, as the fold loop does, and return it."""
         fold = BatchFold(self.lookup, self.limits, MAX_BYTES, self.clock)
-        batch, native = await fold_batch(self.core, fold, inputs, self.waiting)
+        batch, native = await fold_batch(self.core, fold, inputs, self.waiting, started)
         self.native += native
+        ahead = None
+        if following and self.core is not None:
+            ahead = await self.core.start_fold(core_inputs(following), {**self.clock, **batch.newest})
         seal(batch, self.heads, "test.")
         self.clock.update(batch.newest)
         for partition, out in [*batch.journal, *batch.outputs]:
@@ -108,18 +115,27 @@ class Loop:
                 self.state.pop(key, None)
             else:
                 self.state[key] = record if isinstance(record, bytes) else orjson.dumps(record)
+        return ahead
 
-    async def run(self, inputs: Inputs, size: int) -> Loop:
-        for start in range(0, len(inputs), size):
-            await self.fold(inputs[start : start + size])
+    async def run(self, inputs: Inputs, size: int, ahead: bool = False) -> Loop:
+        batches = [inputs[start : start + size] for start in range(0, len(inputs), size)]
+        started = None
+        for n, batch in enumerate(batches):
+            following = batches[n + 1] if ahead and n + 1 < len(batches) else []
+            started = await self.fold(batch, started, following)
         return self
 
 
-def both(core_path: str, inputs: Inputs, size: int, limits: HoldLimits = DEFAULT_HOLD) -> tuple[Loop, Loop]:
+def both(
+    core_path: str, inputs: Inputs, size: int, limits: HoldLimits = DEFAULT_HOLD, ahead: bool = False
+) -> tuple[Loop, Loop]:
+    """The Python fold and the core (each batch handed to it ahead, with `ahead`) over `inputs`."""
+
     async def run() -> tuple[Loop, Loop]:
         core = new_core(core_path)
         try:
-            return await Loop(None, limits).run(inputs, size), await Loop(core, limits).run(inputs, size)
+            python = await Loop(None, limits).run(inputs, size)
+            return python, await Loop(core, limits).run(inputs, size, ahead)
         finally:
             await core.close()
 
@@ -136,10 +152,15 @@ def assert_same(python: Loop, native: Loop) -> None:
     assert native.state == python.state  # byte for byte, key order included
 
 
-@pytest.mark.parametrize(("seed", "size"), [(1, 500), (2, 97), (3, 1)])
-def test_the_core_folds_live_batches_as_the_python_fold_does(core_path: str, seed: int, size: int) -> None:
+@pytest.mark.parametrize(
+    ("seed", "size", "ahead"), [(1, 500, False), (2, 97, True), (3, 1, False), (4, 50, True)]
+)
+def test_the_core_folds_live_batches_as_the_python_fold_does(
+    core_path: str, seed: int, size: int, ahead: bool
+) -> None:
+    """With `ahead`, each batch is handed to the core before the one before it is sealed."""
     inputs = workload_inputs(200, 3000, seed)
-    python, native = both(core_path, inputs, size)
+    python, native = both(core_path, inputs, size, ahead=ahead)
     assert_same(python, native)
     assert native.native == (len(inputs) + size - 1) // size  # every batch natively
     assert sum(1 for w in python.written if w[0] == Topic.POD_STATUS_HISTORY) > 1000
@@ -162,7 +183,7 @@ def test_the_core_holds_events_that_come_before_their_pods_announcement(core_pat
     ordered.append((later[0], later[1], orjson.dumps(orjson.loads(later[2]) | {"ts_ms": T0 + 60_000})))
     inputs = as_inputs(ordered)
     limits = HoldLimits(max_events=100, max_ms=400)
-    python, native = both(core_path, inputs, 100, limits)
+    python, native = both(core_path, inputs, 100, limits, ahead=True)
     assert_same(python, native)
     assert native.native == (len(inputs) + 99) // 100  # every batch natively
     letters = [orjson.loads(w[3]) for w in native.written if w[0] == Topic.DEAD_LETTER and w[3]]
@@ -180,7 +201,7 @@ def test_batches_the_core_does_not_cover_fold_in_python_and_the_core_goes_on(cor
     rows.insert(700, (Topic.PLEG, "node-001", b"{not json"))
     rows.insert(1500, (Topic.PROBE_RESULTS, "node-002", b'{"uid":"' + b"x" * MAX_BYTES + b'"}'))
     inputs = as_inputs(rows)
-    python, native = both(core_path, inputs, 50)
+    python, native = both(core_path, inputs, 50, ahead=True)
     assert_same(python, native)
     batches = (len(inputs) + 49) // 50
     assert 0 < native.native < batches  # some batches in Python, most natively
@@ -268,3 +289,29 @@ def topic_of(value: dict[str, Any]) -> str:
 
 def node_of(value: dict[str, Any]) -> str:
     return str(value["node"])
+
+
+def test_a_batch_handed_to_the_core_is_answered_before_any_other_request(core_path: str) -> None:
+    """The core answers in order: nothing else may be asked before the batch handed over is read,
+    and a core closed meanwhile answers that batch with a give-up that forgets nothing (the next
+    request starts a new core, which holds no record)."""
+    inputs = workload_inputs(20, 200, 5)
+
+    async def run() -> tuple[Any, Any, Any]:
+        core = new_core(core_path)
+        try:
+            started = await core.start_fold(core_inputs(inputs[:100]), {})
+            with pytest.raises(RuntimeError, match="not read yet"):
+                await core.load([(b"uid", None)])
+            folded = await started.result()
+            second = await core.start_fold(core_inputs(inputs[100:]), {})
+            await core.close()
+            return folded, await second.result(), await core.fold(core_inputs(inputs[:100]), {})
+        finally:
+            await core.close()
+
+    folded, closed, again = asyncio.run(run())
+    assert not isinstance(folded, CoreGaveUp) and len(folded.journal) == 100
+    assert isinstance(closed, CoreGaveUp) and closed.dropped == [] and "closed" in closed.reason
+    assert not isinstance(again, CoreGaveUp)
+    assert [out.wire_value() for _, out in again.journal] == [out.wire_value() for _, out in folded.journal]
