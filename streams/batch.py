@@ -246,9 +246,7 @@ Waiting = dict[bytes, tuple[int, int]]
 
 def note_waiting(waiting: Waiting, key: bytes, record: PodRecord | bytes | None) -> None:
     """Keep `waiting` true for one record (or its stored bytes), as it is now."""
-    if isinstance(record, bytes):  # decoded only when it may hold events (HELD_MARK)
-        record = orjson.loads(record) if HELD_MARK in record else None
-    since = held_since(record)
+    since = held_since(_if_holding(record))
     if since is None:
         waiting.pop(key, None)
     else:
@@ -262,9 +260,14 @@ def stored_record(record: PodRecord | bytes | None) -> PodRecord | None:
 
 def holds_events(record: PodRecord | bytes | None) -> bool:
     """Whether a record (or its stored bytes) holds events for a pod not announced yet."""
+    return bool((_if_holding(record) or {}).get("held"))
+
+
+def _if_holding(record: PodRecord | bytes | None) -> PodRecord | None:
+    """A record as it is, or its stored bytes decoded if they may hold events (HELD_MARK), else None."""
     if isinstance(record, bytes):
-        return HELD_MARK in record and bool(orjson.loads(record).get("held"))
-    return bool(record and record.get("held"))
+        return orjson.loads(record) if HELD_MARK in record else None
+    return record
 
 
 def seal(batch: Batch, heads: dict[tuple[str, int], bytes], topic_prefix: str) -> None:

@@ -66,8 +66,8 @@ class LiveCore:
 
     It speaks over the event loop's pipes, so the loop goes on (broker acknowledgements, earlier
     batches' writes) while the core folds. One request at a time; a batch may be handed over
-    (`start_fold`) before its answer is wanted (`Started.result`), so the core folds it while the
-    loop seals and sends the batch before. `close` ends the process, a batch handed over included."""
+    (`start_fold`) before its answer is wanted (`result`), so the core folds it while the loop
+    seals and sends the batch before. `close` ends the process, a batch handed over included."""
 
     def __init__(self, path: str, max_event_bytes: int, hold_max_events: int) -> None:
         self._command = [
@@ -106,12 +106,12 @@ class LiveCore:
     ) -> Batch | CoreGaveUp:
         """Fold a batch of ingress records, in order; `clock` is each partition's newest
         pod-updates event time before it (the batch's `newest` starts from it)."""
-        return await (await self.start_fold(inputs, clock)).result()
+        return await self.result(await self.start_fold(inputs, clock))
 
     async def start_fold(
         self, inputs: Sequence[tuple[Coordinates, bytes | None]], clock: dict[int, int]
     ) -> Started:
-        """Hand the core a batch (as `fold`) and return at once; its answer is `result()`, which
+        """Hand the core a batch (as `fold`) and return at once; its answer is `result`, which
         must be read before any other request."""
         parts = [b"B", _U32.pack(len(inputs))]
         head, codes = _INPUT_HEAD.pack, TOPIC_CODES
@@ -122,18 +122,30 @@ class LiveCore:
                 parts.append(value)
         async with self._lock:
             proc = await self._send(b"".join(parts))
-            started = self._started = Started(self, proc, dict(clock))
+            started = self._started = Started(proc, dict(clock))
         return started
+
+    async def result(self, started: Started) -> Batch | CoreGaveUp:
+        """The core's answer to a batch handed over; if the core was closed meanwhile, a give-up
+        that forgot nothing (the new core holds no record to forget)."""
+        async with self._lock:
+            if self._started is not started:
+                return CoreGaveUp("the core was closed while it folded the batch", [])
+            try:
+                answer = await self._answer(started.proc)
+            finally:
+                self._started = None
+        if answer[0] == _GAVE_UP:
+            return _gave_up(answer)
+        return _batch(answer, started.clock)
 
     async def _send(self, request: bytes) -> asyncio.subprocess.Process:
         if self._started is not None:
             raise RuntimeError("the native fold core's answer to the batch handed over is not read yet")
         proc = await self._process()
         assert proc.stdin is not None
-        try:
-            proc.stdin.write(request)  # the pipe takes it now; drained when the answer is read
-        except (BrokenPipeError, ConnectionResetError):
-            await self._died(proc)
+        # The pipe takes it now (a broken pipe shows when the answer is read); drained then too.
+        proc.stdin.write(request)
         return proc
 
     async def _answer(self, proc: asyncio.subprocess.Process) -> bytes:
@@ -154,13 +166,13 @@ class LiveCore:
 
     async def close(self) -> None:
         """End the process (it exits at the end of its input); the next request starts a new one,
-        holding no record. A batch handed over and not read is forgotten (`Started.result`)."""
+        holding no record. A batch handed over and not read is forgotten (`result`)."""
         async with self._lock:
             started, self._started = self._started, None
             if started is not None and self._proc is not None:
                 # Its answer is read and dropped: a core whose output nobody reads cannot exit.
                 with contextlib.suppress(UserError, TimeoutError):
-                    await asyncio.wait_for(self._answer(started._proc), timeout=5)
+                    await asyncio.wait_for(self._answer(started.proc), timeout=5)
             await self._stop()
 
     async def _stop(self) -> None:
@@ -177,26 +189,13 @@ class LiveCore:
                 await proc.wait()
 
 
+@dataclass(frozen=True, slots=True)
 class Started:
-    """A batch handed to the core whose answer has not been read."""
+    """A batch handed to the core (LiveCore.start_fold) whose answer has not been read: the
+    process it went to, and the clock it was folded from."""
 
-    def __init__(self, core: LiveCore, proc: asyncio.subprocess.Process, clock: dict[int, int]) -> None:
-        self._core, self._proc, self._clock = core, proc, clock
-
-    async def result(self) -> Batch | CoreGaveUp:
-        """The core's answer; if the core was closed meanwhile, a give-up that forgot nothing (the
-        new core holds no record to forget)."""
-        core = self._core
-        async with core._lock:
-            if core._started is not self:
-                return CoreGaveUp("the core was closed while it folded the batch", [])
-            try:
-                answer = await core._answer(self._proc)
-            finally:
-                core._started = None
-        if answer[0] == _GAVE_UP:
-            return _gave_up(answer)
-        return _batch(answer, self._clock)
+    proc: asyncio.subprocess.Process
+    clock: dict[int, int]
 
 
 class InputRecord(Protocol):
@@ -222,8 +221,8 @@ async def fold_batch(
     The core is then taught what the Python fold changed and what it forgot, so it holds every
     record as the caller's store will."""
     answer = None
-    if started is not None:
-        answer = await started.result()
+    if started is not None and core is not None:
+        answer = await core.result(started)
     elif core is not None and inputs:
         answer = await core.fold(core_inputs(inputs), fold.batch.newest)
     if isinstance(answer, Batch):

@@ -303,10 +303,10 @@ def test_a_batch_handed_to_the_core_is_answered_before_any_other_request(core_pa
             started = await core.start_fold(core_inputs(inputs[:100]), {})
             with pytest.raises(RuntimeError, match="not read yet"):
                 await core.load([(b"uid", None)])
-            folded = await started.result()
+            folded = await core.result(started)
             second = await core.start_fold(core_inputs(inputs[100:]), {})
             await core.close()
-            return folded, await second.result(), await core.fold(core_inputs(inputs[:100]), {})
+            return folded, await core.result(second), await core.fold(core_inputs(inputs[:100]), {})
         finally:
             await core.close()
 
