@@ -10,8 +10,9 @@ the Faust app.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
-from collections import Counter, deque
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -33,6 +34,7 @@ from podledger.streams.batch import (
     stored_record,
 )
 from podledger.streams.fold_core_live import LiveCore, Started, core_inputs, fold_batch
+from podledger.streams.fold_flight import Flight
 from podledger.streams.fold_writes import BatchWriter
 from podledger.streams.intake import Delivery, Intake
 from podledger.streams.native_replay import find_core
@@ -46,23 +48,6 @@ from podledger.types import INGRESS_TOPICS, Topic
 log = logging.getLogger(__name__)
 
 
-# Batches folded and not stored yet, at most: the fold waits for the oldest one's store beyond this.
-MAX_UNSTORED = 4
-
-
-@dataclass(frozen=True, slots=True)
-class _InFlight:
-    """A batch's three stages, as tasks (FoldLoop.run)."""
-
-    journaled: asyncio.Task[dict[int, int]]
-    published: asyncio.Task[None]
-    stored: asyncio.Task[None]
-
-    def cancel(self) -> None:
-        for task in (self.journaled, self.published, self.stored):
-            task.cancel()
-
-
 @dataclass(slots=True)
 class _Ahead:
     """The next delivery, taken while the batch before it was sealed; with `started`, the core
@@ -72,12 +57,6 @@ class _Ahead:
     inputs: list[tuple[Coordinates, Any]] = field(default_factory=list)
     folded: dict[int, dict[str, int]] = field(default_factory=dict)
     started: Started | None = None
-
-
-def _reap(flight: deque[_InFlight]) -> None:
-    """Drop the stored batches from the front of `flight`; raise the failure of one that failed."""
-    while flight and flight[0].stored.done():
-        flight.popleft().stored.result()
 
 
 class FoldLoop:
@@ -100,7 +79,7 @@ class FoldLoop:
         self._recovered: set[int] = set()  # partitions whose journal tail was re-applied
         self._waiting: Waiting = {}  # records holding events for unannounced pods, since when
         self._ahead: _Ahead | None = None  # the next delivery, taken early (see _fold_ahead)
-        self._unstored: list[Batch] = []  # batches folded and not stored yet, oldest first (see run)
+        self.flight = Flight(self.writer)  # batches sealed and not stored yet (streams/fold_flight.py)
         self._clock: dict[int, int] = {}  # partition -> newest pod-updates event time folded
         self._heads: dict[tuple[str, int], bytes] = {}  # (topic, partition) -> its hash chain's head
         self.gc_pauses = GcPauses(keep=False)  # the collector's stops of this loop, for /metrics
@@ -113,37 +92,30 @@ class FoldLoop:
     async def run(self) -> None:
         """Fold batches of input records, effectively once (the protocol: streams/batch.py).
 
-        Each batch goes through three stages, in batch order within each stage: its journal
-        entries are delivered; then its versions and dead letters; then its records and markers
-        are stored and its inputs acknowledged to Faust. Every stage of batch n waits for the same
-        stage of batch n-1 and the stage before it of batch n, so the broker sees every topic's
-        writes in batch order and a version only after its journal entry, while stages of
-        consecutive batches overlap (batch n's journal goes out while n-1's records are stored) and
-        the fold goes on folding. Folding reads the records of batches not stored yet from memory
-        (what their store then writes). At most MAX_UNSTORED batches are folded and not stored;
-        a crash loses none of them: the successor re-applies the journal after the stored marker.
+        Each sealed batch goes on its way in three write stages, overlapping with the batches
+        before and after it (streams/fold_flight.py), and the fold goes on folding. Folding reads
+        the records of batches not stored yet from memory (what their store then writes). A crash
+        loses none of them: the successor re-applies the journal after the stored marker.
 
         With the native core, the next batch, when fetched already, is handed to the core as soon
         as batch n is folded, so the core folds n+1 while this loop seals and sends n."""
-        flight: deque[_InFlight] = deque()
         try:
             with self.gc_pauses:
-                await self._run(flight)
+                await self._run()
         finally:
-            for in_flight in flight:  # not stored, not acknowledged: folded again by whoever resumes
-                in_flight.cancel()
+            self.flight.cancel()
             await self.writer.close()
             if self.core is not None:
                 await self.core.close()
 
-    async def _run(self, flight: deque[_InFlight]) -> None:
+    async def _run(self) -> None:
         while True:
             ahead, self._ahead = self._ahead, None
-            delivery = ahead.delivery if ahead is not None else await self._take(flight)
+            delivery = ahead.delivery if ahead is not None else await self._take()
             if ahead is None or ahead.started is None:
                 new = sorted({r.partition for r in delivery.records} - self._recovered)
                 if new:  # restoring publishes: after the batches before, and from stored records only
-                    await self._settle(flight)
+                    await self.flight.settle()
                     for partition in new:
                         await self._restore(partition)
                     # What the worker holds from now on lives as long as it does: out of the
@@ -152,21 +124,24 @@ class FoldLoop:
                     settle_long_lived_heap()
             async with self._folding:  # a rebalance's revocation waits for the batch being folded
                 batch, folded = await self._fold(delivery, ahead)
-                self._ahead = await self._fold_ahead(flight, batch)
+                self._ahead = await self._fold_ahead(batch)
                 self._seal(batch)
             held = self._held()
-            while len(flight) >= MAX_UNSTORED:
-                await flight[0].stored
-                flight.popleft()
-            flight.append(self._send(batch, folded, delivery, held, flight[-1] if flight else None))
+            await self.flight.room()
+            self.flight.send(batch, folded, functools.partial(self._stored, delivery, held))
 
-    async def _fold_ahead(self, flight: deque[_InFlight], batch: Batch) -> _Ahead | None:
+    def _stored(self, delivery: Delivery, held: dict[int, int]) -> None:
+        """A batch's records and markers are stored: its inputs may be committed, its watermarks go on."""
+        self.intake.acknowledge(delivery)
+        self.watermarks.stored([_Applied.of(r) for r in delivery.newest.values()], held, self._recovered)
+
+    async def _fold_ahead(self, batch: Batch) -> _Ahead | None:
         """Take the next delivery if it is fetched already and hand it to the core, which folds it
         while this loop seals and sends `batch` (the batch before it). Not when it needs a restore
         first: it is only taken then."""
         if self.core is None:
             return None
-        _reap(flight)
+        self.flight.reap()
         delivery = await self.intake.take_nowait()
         if delivery is None:
             return None
@@ -178,60 +153,19 @@ class FoldLoop:
         clock = {**self._clock, **batch.newest}  # as `_seal` leaves it
         return _Ahead(delivery, inputs, folded, await self.core.start_fold(core_inputs(inputs), clock))
 
-    async def _take(self, flight: deque[_InFlight]) -> Delivery:
-        """The next batch; a failure of a batch in flight is raised meanwhile, not later (it fails
+    async def _take(self) -> Delivery:
+        """The next batch; a failure of a batch on its way is raised meanwhile, not later (it fails
         the newest batch's store too, which waits for it)."""
-        _reap(flight)
-        if not flight:
+        self.flight.reap()
+        newest = self.flight.newest_store()
+        if newest is None:
             return await self.intake.take()
-        newest = flight[-1].stored
         taking = asyncio.ensure_future(self.intake.take())
         await asyncio.wait({taking, newest}, return_when=asyncio.FIRST_COMPLETED)
         if newest.done() and newest.exception() is not None:
             taking.cancel()
             await newest
         return await taking
-
-    @staticmethod
-    async def _settle(flight: deque[_InFlight]) -> None:
-        while flight:
-            await flight.popleft().stored
-
-    def _send(
-        self,
-        batch: Batch,
-        folded: dict[int, dict[str, int]],
-        delivery: Delivery,
-        held: dict[int, int],
-        before: _InFlight | None,
-    ) -> _InFlight:
-        """Start a sealed batch's three stages, each after the same stage of the batch `before`."""
-        self._unstored.append(batch)
-
-        async def journal() -> dict[int, int]:
-            if before is not None:
-                await before.journaled
-            return await self.writer.journal(batch)
-
-        async def publish() -> None:
-            if before is not None:
-                await before.published
-            await journaled
-            await self.writer.outputs(batch)
-
-        async def store() -> None:
-            if before is not None:
-                await before.stored
-            journal_end = await journaled
-            await published
-            await self.writer.store(batch, journal_end, folded)
-            self._unstored.remove(batch)
-            self.intake.acknowledge(delivery)
-            self.watermarks.stored([_Applied.of(r) for r in delivery.newest.values()], held, self._recovered)
-
-        journaled = asyncio.create_task(journal())
-        published = asyncio.create_task(publish())
-        return _InFlight(journaled, published, asyncio.create_task(store()))
 
     async def _fold(
         self, delivery: Delivery, ahead: _Ahead | None
@@ -270,7 +204,7 @@ class FoldLoop:
         """A pod's record as of the last folded batch: from the newest batch not stored yet that
         changed it (as it is: the fold never changes a record it is given, it makes a new one, so
         that batch's store still writes what it folded), else fold-state."""
-        for unstored in reversed(self._unstored):
+        for unstored in reversed(self.flight.unstored):
             if key in unstored.changed:
                 return stored_record(unstored.changed[key][1])
         return self.state.get(key)

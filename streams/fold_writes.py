@@ -1,6 +1,6 @@
 """The live fold's writes of a sealed batch, in three stages: its journal entries, then its
 versions and dead letters, then its changed records and markers on fold-state (the protocol:
-streams/batch.py). streams/fold_loop.py runs the stages of consecutive batches overlapped.
+streams/batch.py). streams/fold_flight.py runs the stages of consecutive batches overlapped.
 """
 
 from __future__ import annotations
