@@ -118,6 +118,14 @@ class Batch:
     newest: dict[int, int] = field(default_factory=dict)  # partition -> newest pod-updates event time
 
 
+def placed(proof: Proof, at: Coordinates, partitions: int) -> Proof:
+    """`proof` when its node writes to the partition the message sits on (of `partitions`; 0: not
+    checked); raises Forged otherwise."""
+    if partitions and partition_for_node(proof.node, partitions) != at.partition:
+        raise Forged(f"node {proof.node!r} writes to partition {partition_for_node(proof.node, partitions)}")
+    return proof
+
+
 class BatchFold:
     """Folds events against `lookup` (the table) plus the records changed earlier in the batch."""
 
@@ -177,8 +185,7 @@ class BatchFold:
         proof = verify(self.keyring, at.topic, key, value, headers)
         if proof.node != node:
             raise Forged(f"written by node {proof.node!r} but speaks for node {node!r}")
-        if self.partitions and partition_for_node(node, self.partitions) != at.partition:
-            raise Forged(f"node {node!r} writes to partition {partition_for_node(node, self.partitions)}")
+        placed(proof, at, self.partitions)
         return proof
 
     def add_journal_entry(self, partition: int, entry: models.JournalEntry, headers: Headers = ()) -> None:

@@ -1,15 +1,18 @@
 """The live fold's native core: a long-lived `podfold --serve` process per fold worker.
 
 The fold loop (streams/fold_loop.py) hands it each batch of input records; the core folds them as
-BatchFold would with no keyring and answers with the batch's outputs already encoded and the pod
-records it changed, as fold-state bytes. It holds every record of the worker's partitions: the loop
-loads them on restore and after any batch it folded itself.
+BatchFold would and answers with the batch's outputs already encoded and the pod records it
+changed, as fold-state bytes. It holds every record of the worker's partitions: the loop loads
+them on restore and after any batch it folded itself. With a keyring, the worker checks each
+record's proof of origin here (`core_inputs`: its MAC, and that its node writes to its partition)
+and hands the core the proven node and sequence number; the core checks that the event names that
+node and refuses what BatchFold would refuse as `replayed`, by giving up.
 
 Like the offline core (streams/native_replay.py) it gives up rather than guesses: on an input the
 Python fold would dead-letter, an event held for a pod not announced yet, or anything else it does
 not model, it answers "gave up" having forgotten every pod that batch touched, and the loop folds
-the batch with the Python fold and loads those pods again. The protocol (little-endian, lengths
-u32, 0xFFFFFFFF for None) is written down in streams/foldcore/serve.go.
+the batch with the Python fold and loads those pods again. What goes over the pipes is
+streams/fold_core_wire.py's.
 """
 
 from __future__ import annotations
@@ -18,47 +21,28 @@ import asyncio
 import contextlib
 import fcntl
 import logging
-import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn, Protocol
 
 import orjson
 
 from podledger.errors import UserError
-from podledger.schemas.cloud_events import StatusFacts
-from podledger.streams.batch import Batch, BatchFold, Waiting
-from podledger.streams.outputs import Coordinates, Output
-from podledger.types import Topic
+from podledger.schemas.origin import Forged, verify
+from podledger.streams.batch import Batch, BatchFold, Waiting, placed
+from podledger.streams.fold_core_wire import (
+    GAVE_UP,
+    OK,
+    CoreGaveUp,
+    CoreInput,
+    batch_request,
+    decode_batch,
+    decode_gave_up,
+    load_request,
+)
+from podledger.streams.outputs import Coordinates
 
 log = logging.getLogger(__name__)
-
-# The ingress topics as the core numbers them.
-TOPIC_CODES: dict[str, int] = {
-    Topic.POD_UPDATES: 0,
-    Topic.PLEG: 1,
-    Topic.PROBE_RESULTS: 2,
-    Topic.POD_LIFECYCLE: 3,
-}
-
-_NONE = 0xFFFFFFFF
-_OK, _GAVE_UP = 0, 3
-_JOURNAL, _VERSION, _TOMBSTONE = 0, 1, 2
-
-_U32 = struct.Struct("<I")
-_INPUT_HEAD = struct.Struct("<BIqqI")  # topic code, partition, offset, ts_ms, value length
-_OUTPUT_HEAD = struct.Struct("<BII")  # kind, partition, key length
-_VERSION_FACTS = struct.Struct("<qqI")  # version, ts_ms, node length
-_TWO_U32 = struct.Struct("<II")  # a changed record's partition and key length
-_PARTITION_TIME = struct.Struct("<Iq")
-
-
-@dataclass(frozen=True, slots=True)
-class CoreGaveUp:
-    """The core did not fold the batch: why, and the pods it forgot (to be loaded again)."""
-
-    reason: str
-    dropped: list[bytes]
 
 
 class LiveCore:
@@ -90,38 +74,24 @@ class LiveCore:
 
     async def load(self, records: Iterable[tuple[bytes, bytes | None]]) -> int:
         """Give the core these pods' records as fold-state holds them (None: the pod has none)."""
-        parts: list[bytes] = []
-        count = 0
-        for key, value in records:
-            parts += (_U32.pack(len(key)), key, _nbytes(value), value or b"")
-            count += 1
+        request, count = load_request(records)
         if count:
             async with self._lock:
-                proc = await self._send(b"L" + _U32.pack(count) + b"".join(parts))
+                proc = await self._send(request)
                 await self._answer(proc)
         return count
 
-    async def fold(
-        self, inputs: Sequence[tuple[Coordinates, bytes | None]], clock: dict[int, int]
-    ) -> Batch | CoreGaveUp:
+    async def fold(self, inputs: Sequence[CoreInput], clock: dict[int, int]) -> Batch | CoreGaveUp:
         """Fold a batch of ingress records, in order; `clock` is each partition's newest
         pod-updates event time before it (the batch's `newest` starts from it)."""
         return await self.result(await self.start_fold(inputs, clock))
 
-    async def start_fold(
-        self, inputs: Sequence[tuple[Coordinates, bytes | None]], clock: dict[int, int]
-    ) -> Started:
+    async def start_fold(self, inputs: Sequence[CoreInput], clock: dict[int, int]) -> Started:
         """Hand the core a batch (as `fold`) and return at once; its answer is `result`, which
-        must be read before any other request."""
-        parts = [b"B", _U32.pack(len(inputs))]
-        head, codes = _INPUT_HEAD.pack, TOPIC_CODES
-        for at, value in inputs:
-            size = _NONE if value is None else len(value)
-            parts.append(head(codes[at.topic], at.partition, at.offset, at.ts_ms, size))
-            if value is not None:
-                parts.append(value)
+        must be read before any other request. Either every input has its proof or none has."""
+        request = batch_request(inputs)
         async with self._lock:
-            proc = await self._send(b"".join(parts))
+            proc = await self._send(request)
             started = self._started = Started(proc, dict(clock))
         return started
 
@@ -135,9 +105,9 @@ class LiveCore:
                 answer = await self._answer(started.proc)
             finally:
                 self._started = None
-        if answer[0] == _GAVE_UP:
-            return _gave_up(answer)
-        return _batch(answer, started.clock)
+        if answer[0] == GAVE_UP:
+            return decode_gave_up(answer)
+        return decode_batch(answer, started.clock)
 
     async def _send(self, request: bytes) -> asyncio.subprocess.Process:
         if self._started is not None:
@@ -152,11 +122,11 @@ class LiveCore:
         assert proc.stdin is not None and proc.stdout is not None
         try:
             await proc.stdin.drain()
-            (size,) = _U32.unpack(await proc.stdout.readexactly(4))
+            size = int.from_bytes(await proc.stdout.readexactly(4), "little")  # the answer's length
             answer = await proc.stdout.readexactly(size)
         except (BrokenPipeError, ConnectionResetError, asyncio.IncompleteReadError):
             await self._died(proc)
-        if answer[0] not in (_OK, _GAVE_UP):
+        if answer[0] not in (OK, GAVE_UP):
             raise UserError(f"the native fold core answered {answer[0]}, which this podledger does not know")
         return answer
 
@@ -224,7 +194,9 @@ async def fold_batch(
     if started is not None and core is not None:
         answer = await core.result(started)
     elif core is not None and inputs:
-        answer = await core.fold(core_inputs(inputs), fold.batch.newest)
+        handed = core_inputs(inputs, fold.keyring, fold.partitions)
+        if handed is not None:
+            answer = await core.fold(handed, fold.batch.newest)
     if isinstance(answer, Batch):
         fold.batch = answer
     else:
@@ -242,9 +214,22 @@ async def fold_batch(
     return fold.batch, isinstance(answer, Batch)
 
 
-def core_inputs(inputs: Sequence[tuple[Coordinates, InputRecord]]) -> list[tuple[Coordinates, bytes | None]]:
-    """A batch's inputs as the core takes them."""
-    return [(at, r.value) for at, r in inputs]
+def core_inputs(
+    inputs: Sequence[tuple[Coordinates, InputRecord]], keyring: Mapping[str, bytes] | None, partitions: int
+) -> list[CoreInput] | None:
+    """A batch's inputs as the core takes them. With a keyring each carries its proven writer
+    (BatchFold's origin check, but for the node the event names, which the core checks); None
+    when one cannot be proven: BatchFold dead-letters it as `forged`, so the batch is its."""
+    if keyring is None:
+        return [(at, r.value, None) for at, r in inputs]
+    handed: list[CoreInput] = []
+    for at, r in inputs:
+        try:
+            proof = placed(verify(keyring, at.topic, r.key, r.value, r.headers or ()), at, partitions)
+        except Forged:
+            return None
+        handed.append((at, r.value, proof))
+    return handed
 
 
 def _encoded(record: Any) -> bytes | None:
@@ -263,82 +248,3 @@ def _widen(pipe: Any) -> None:
         return
     with contextlib.suppress(OSError, ValueError):  # a lower limit (or a core gone): it works, slower
         fcntl.fcntl(pipe.fileno(), _F_SETPIPE_SZ, _PIPE_BYTES)
-
-
-def _nbytes(value: bytes | None) -> bytes:
-    return _U32.pack(_NONE if value is None else len(value))
-
-
-def _gave_up(answer: bytes) -> CoreGaveUp:
-    size = _U32.unpack_from(answer, 1)[0]
-    reason, pos = answer[5 : 5 + size].decode(errors="replace"), 5 + size
-    dropped = []
-    for _ in range(_U32.unpack_from(answer, pos)[0]):
-        size = _U32.unpack_from(answer, pos + 4)[0]
-        dropped.append(answer[pos + 8 : pos + 8 + size])
-        pos += 4 + size
-    return CoreGaveUp(reason, dropped)
-
-
-def _batch(answer: bytes, clock: dict[int, int]) -> Batch:
-    """A folded batch's answer as the Batch the Python fold would have made (its outputs carry
-    their bytes; its changed records are fold-state bytes). A tight loop over the answer's fields,
-    several outputs an event: the worker's time per event is what this is about."""
-    batch = Batch(newest=dict(clock))
-    journal, outputs, changed = batch.journal, batch.outputs, batch.changed
-    u32, head, facts_of = _U32.unpack_from, _OUTPUT_HEAD.unpack_from, _VERSION_FACTS.unpack_from
-    pos = 1
-    (count,) = u32(answer, pos)
-    pos += 4
-    for _ in range(count):
-        kind, partition, size = head(answer, pos)
-        pos += 9
-        uid = answer[pos : pos + size].decode()
-        pos += size
-        if kind == _TOMBSTONE:
-            outputs.append((partition, Output(Topic.POD_STATUS, uid, None)))
-            continue
-        (size,) = u32(answer, pos)
-        value = answer[pos + 4 : pos + 4 + size]
-        pos += 4 + size
-        if kind == _JOURNAL:
-            journal.append((partition, Output(Topic.JOURNAL, uid, value, encoded=value)))
-            continue
-        if kind != _VERSION:
-            raise UserError(
-                f"the native fold core sent an output of kind {kind}, which this podledger does not know"
-            )
-        version, ts_ms, size = facts_of(answer, pos)
-        pos += 20
-        node = answer[pos : pos + size].decode()
-        pos += size
-        (size,) = u32(answer, pos)
-        namespace = answer[pos + 4 : pos + 4 + size].decode()
-        pos += 4 + size
-        (size,) = u32(answer, pos)
-        name = answer[pos + 4 : pos + 4 + size].decode()
-        pos += 4 + size
-        facts = StatusFacts(uid, version, node, ts_ms, namespace, name)
-        outputs.append((partition, Output(Topic.POD_STATUS, uid, facts, encoded=value)))
-        outputs.append((partition, Output(Topic.POD_STATUS_HISTORY, uid, facts, encoded=value)))
-    (count,) = u32(answer, pos)
-    pos += 4
-    for _ in range(count):
-        partition, size = _TWO_U32.unpack_from(answer, pos)
-        key = answer[pos + 8 : pos + 8 + size]
-        pos += 8 + size
-        (size,) = u32(answer, pos)
-        pos += 4
-        if size == _NONE:
-            changed[key] = (partition, None)
-        else:
-            changed[key] = (partition, answer[pos : pos + size])
-            pos += size
-    (count,) = u32(answer, pos)
-    pos += 4
-    newest = batch.newest
-    for _ in range(count):
-        partition, ts_ms = _PARTITION_TIME.unpack_from(answer, pos)
-        pos += 12
-        newest[partition] = max(newest.get(partition, ts_ms), ts_ms)
-    return batch

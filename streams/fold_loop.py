@@ -84,7 +84,7 @@ class FoldLoop:
         self._heads: dict[tuple[str, int], bytes] = {}  # (topic, partition) -> its hash chain's head
         self.gc_pauses = GcPauses(keep=False)  # the collector's stops of this loop, for /metrics
         self.counts = counts
-        self.core = _live_core(settings, keyring)
+        self.core = _live_core(settings)
         # Held while a batch is folded: the core is awaited meanwhile, and a revocation must not
         # forget records (or restart the core) in the middle of a batch.
         self._folding = asyncio.Lock()
@@ -151,7 +151,10 @@ class FoldLoop:
         if not inputs:
             return _Ahead(delivery)
         clock = {**self._clock, **batch.newest}  # as `_seal` leaves it
-        return _Ahead(delivery, inputs, folded, await self.core.start_fold(core_inputs(inputs), clock))
+        handed = core_inputs(inputs, self.keyring, self.settings.partitions)
+        if handed is None:  # a record to dead-letter as forged: the Python fold takes the batch
+            return _Ahead(delivery)
+        return _Ahead(delivery, inputs, folded, await self.core.start_fold(handed, clock))
 
     async def _take(self) -> Delivery:
         """The next batch; a failure of a batch on its way is raised meanwhile, not later (it fails
@@ -319,13 +322,9 @@ class _Applied(NamedTuple):
         )
 
 
-def _live_core(settings: Settings, keyring: Any) -> LiveCore | None:
-    """The native fold core for this worker's batches, when one is installed and wanted. Proofs
-    of origin are checked by the Python fold only: with a keyring, every batch folds in Python."""
+def _live_core(settings: Settings) -> LiveCore | None:
+    """The native fold core for this worker's batches, when one is installed and wanted."""
     path = find_core(settings.fold_core)
     if path is None:
-        return None
-    if keyring is not None:
-        log.info("native fold core not used: proofs of origin are checked by the Python fold")
         return None
     return LiveCore(path, settings.max_event_bytes, settings.hold_max_events)

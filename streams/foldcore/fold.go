@@ -26,6 +26,7 @@ type Record struct {
 	Status                             *Obj // nil before the first version
 	Version                            int64
 	applied                            appliedOffsets // {topic: highest offset applied}
+	seqs                               appliedOffsets // {topic: highest proven sequence number applied}
 
 	gen *genPod // what generation read of Pod; nil until it is read
 }
@@ -38,7 +39,8 @@ func (r *Record) genPod() *genPod {
 	return r.gen
 }
 
-// appliedOffsets is a record's {topic: highest offset applied}, for the four ingress topics.
+// appliedOffsets is a record's {topic: highest offset applied}, for the four ingress topics; a
+// record's {topic: highest proven sequence number applied} has the same form.
 type appliedOffsets struct {
 	offsets [4]int64
 	seen    [4]bool

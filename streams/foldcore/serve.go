@@ -16,6 +16,11 @@ import (
 //
 //	'L' u32 n, n x {bytes key, nbytes record}      load records (None: the pod has none)  -> u8 0
 //	'B' u32 n, n x {u8 topic, u32 partition, i64 offset, i64 ts_ms, nbytes value}     fold a batch
+//	'P' u32 n, n x {the same, then bytes node, u64 seq}    fold a batch whose origins were proven
+//
+// 'P' is for a worker with a keyring: the worker has checked each input's proof of origin (its
+// MAC under the node's status key, and that the node writes to the input's partition) and hands
+// over the proven node and sequence number; the core folds as BatchFold does with those proofs.
 //
 // Every answer is preceded by a u32: its length. 'L' answers u8 0. A batch answers either
 //
@@ -23,7 +28,8 @@ import (
 //	      u32 n, n x {u32 partition, i64 ts_ms}                the newest pod-updates time per partition
 //	output: u8 kind, u32 partition, bytes pod UID, then for kind 0 (journal entry) bytes value;
 //	        for 1 (status version) bytes value, i64 version, i64 ts_ms, bytes node, namespace, name;
-//	        for 2 (tombstone) nothing
+//	        for 2 (tombstone) nothing; for 3 (journal entry of a proven input) bytes value, bytes
+//	        node, u64 seq
 //
 // or u8 3, bytes why, u32 n, n x bytes pod UID: it gave up, and dropped those pods' records: they
 // are UNCOVERED, as is any stored record the port does not model, until a later 'L' loads them
@@ -32,15 +38,17 @@ import (
 // (serve_held.go).
 
 const (
-	requestLoad  = 'L'
-	requestBatch = 'B'
+	requestLoad        = 'L'
+	requestBatch       = 'B'
+	requestProvenBatch = 'P'
 
 	answerOK     = 0
 	answerGaveUp = 3
 
-	outputJournal   = 0
-	outputVersion   = 1
-	outputTombstone = 2
+	outputJournal       = 0
+	outputVersion       = 1
+	outputTombstone     = 2
+	outputProvenJournal = 3
 
 	noneLength = 0xFFFFFFFF
 )
@@ -54,7 +62,8 @@ type ProtocolError struct{ Msg string }
 // Error says what is wrong with the request.
 func (e *ProtocolError) Error() string { return "protocol error: " + e.Msg }
 
-// serveInput is one Kafka record of a batch; its value is buf[start:end] of the server.
+// serveInput is one Kafka record of a batch; its value is buf[start:end] of the server, and the
+// node that proved it wrote it (a 'P' batch) buf[end:nodeEnd].
 type serveInput struct {
 	topic      uint8
 	partition  int64
@@ -62,6 +71,9 @@ type serveInput struct {
 	tsMs       int64
 	start, end int
 	none       bool
+	proven     bool
+	nodeEnd    int
+	seq        uint64
 }
 
 // changedRecord is a record a batch changed, with the partition of the last event that did, and
@@ -108,8 +120,9 @@ type Server struct {
 	newest    map[int64]int64
 	outputs   []byte // the outputs section of the response
 	nOutputs  uint32
-	records   []byte // the changed records section
-	partition int64  // of the input being folded
+	records   []byte      // the changed records section
+	partition int64       // of the input being folded
+	proof     *serveInput // the input being applied, when its origin was proven
 	resp      []byte
 }
 
@@ -149,7 +162,9 @@ func (s *Server) Serve(in io.Reader, out io.Writer) error {
 		case requestLoad:
 			err = s.load()
 		case requestBatch:
-			err = s.batch()
+			err = s.batch(false)
+		case requestProvenBatch:
+			err = s.batch(true)
 		default:
 			err = &ProtocolError{fmt.Sprintf("unknown request %q", kind)}
 		}

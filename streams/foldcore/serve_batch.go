@@ -12,8 +12,8 @@ import (
 	"strconv"
 )
 
-// batch reads a batch and folds it.
-func (s *Server) batch() error {
+// batch reads a batch and folds it; proven: each input comes with its proof of origin.
+func (s *Server) batch(proven bool) error {
 	n, err := s.u32()
 	s.inputs, s.buf = s.inputs[:0], s.buf[:0]
 	for i := uint32(0); i < n && err == nil; i++ {
@@ -35,6 +35,11 @@ func (s *Server) batch() error {
 			break
 		}
 		in.end = len(s.buf)
+		if proven {
+			if err = s.readProof(&in); err != nil {
+				break
+			}
+		}
 		s.inputs = append(s.inputs, in)
 	}
 	if err != nil {
@@ -148,8 +153,9 @@ func giveUpReason(r any) string {
 	return fmt.Sprint(r)
 }
 
-// foldInput is BatchFold.add_message for input i with no origin check: decode_input, then
-// fold_event, its outputs collected. It gives up wherever Python would dead-letter the input.
+// foldInput is BatchFold.add_message for input i: decode_input, then fold_event, its outputs
+// collected; with the input's proof of origin when it has one (checked by the worker but for
+// the node it names). It gives up wherever Python would dead-letter the input.
 func (s *Server) foldInput(i int) {
 	in := &s.inputs[i]
 	topic := topicNames[in.topic]
@@ -172,6 +178,9 @@ func (s *Server) foldInput(i int) {
 	decodeEvent(int64(i), topic, obj, ev)
 	at := Coordinates{Topic: topic, Partition: in.partition, Offset: in.offset, TsMs: in.tsMs}
 	uid := ev.UID
+	if in.proven && string(s.buf[in.end:in.nodeEnd]) != ev.Node {
+		unsupported("a %s record written by another node than it names (Python dead-letters it)", topic)
+	}
 	if _, seen := s.namedSet[uid]; !seen {
 		s.namedSet[uid] = struct{}{}
 		s.named = append(s.named, uid)
@@ -189,6 +198,9 @@ func (s *Server) foldInput(i int) {
 	}
 	s.partition = at.Partition
 	record, held := s.record(uid)
+	if in.proven && (held != nil || record == nil && topic != TopicPodUpdates) {
+		unsupported("a proven %s event for pod %s, not announced yet (held events keep their proofs in Python)", topic, uid)
+	}
 	switch {
 	case held != nil: // fold_event: a waiting record refuses no node, and skips what it applied
 		if last, ok := held.applied.get(topic); ok && last >= at.Offset {
@@ -207,6 +219,10 @@ func (s *Server) foldInput(i int) {
 		if last, ok := record.applied.get(topic); ok && last >= at.Offset {
 			return // applied already: no output, the record stays as it is
 		}
+	}
+	if in.proven {
+		s.applyProven(record, at, ev, in)
+		return
 	}
 	s.apply(record, at, ev)
 }
@@ -233,6 +249,9 @@ func (s *Server) apply(record *Record, at Coordinates, ev *Event) {
 		shape = s.shapes[uid]
 	}
 	shape.applied = s.interner.withTopic(shape.applied, topicIndex(topic))
+	if s.proof != nil { // _apply sets seqs before it reads the event, so before runtime_ts
+		shape.keys = s.interner.withKey(shape.keys, keySeqs)
+	}
 	if setsRuntime {
 		shape.keys = s.interner.withKey(shape.keys, keyRuntimeTs)
 	}
@@ -274,7 +293,11 @@ func (s *Server) appendOutputHead(kind byte, uid string) {
 // appendJournal appends the event's journal entry: encode(models.JournalEntry(type, topic,
 // partition, offset, ts_ms, event_fields(event))).
 func (s *Server) appendJournal(at Coordinates, ev *Event) {
-	s.appendOutputHead(outputJournal, ev.UID)
+	kind := byte(outputJournal)
+	if s.proof != nil {
+		kind = outputProvenJournal
+	}
+	s.appendOutputHead(kind, ev.UID)
 	mark := len(s.outputs)
 	b := append(s.outputs, 0, 0, 0, 0)
 	b = append(b, `{"type":`...)
@@ -291,6 +314,11 @@ func (s *Server) appendJournal(at Coordinates, ev *Event) {
 	b = appendEventFields(b, at.Topic, ev)
 	b = append(b, '}')
 	binary.LittleEndian.PutUint32(b[mark:], uint32(len(b)-mark-4))
+	if in := s.proof; in != nil {
+		b = binary.LittleEndian.AppendUint32(b, uint32(in.nodeEnd-in.end))
+		b = append(b, s.buf[in.end:in.nodeEnd]...)
+		b = binary.LittleEndian.AppendUint64(b, in.seq)
+	}
 	s.outputs = b
 }
 

@@ -28,6 +28,7 @@ const (
 	keyApplied
 	keyRuntimeTs // optional: set with the first runtime snapshot
 	keyHeld      // optional: an announced record may keep an empty list of held events
+	keySeqs      // optional: set with the first event whose origin was proven
 	numRecordKeys
 )
 
@@ -35,6 +36,7 @@ const (
 var recordKeyNames = [numRecordKeys]string{
 	"uid", "namespace", "name", "node", "source", "pod", "runtime", "probes", "reasons",
 	"terminating", "terminated", "finished", "status", "version", "applied", "runtime_ts", "held",
+	"seqs",
 }
 
 // recordKeyOf maps a key's name to its recordKey.
@@ -53,11 +55,12 @@ const requiredKeys = 1<<keyRuntimeTs - 1
 // topicNames are the ingress topics by their topicIndex.
 var topicNames = [4]string{TopicPodUpdates, TopicPleg, TopicProbeResults, TopicPodLifecycle}
 
-// recordShape is the order of a record's keys (one recordKey a byte) and of its "applied" topics
-// (one topicIndex a byte). Strings, so that records of one shape share them.
+// recordShape is the order of a record's keys (one recordKey a byte) and of its "applied" and
+// "seqs" topics (one topicIndex a byte). Strings, so that records of one shape share them.
 type recordShape struct {
 	keys    string
 	applied string
+	seqs    string
 }
 
 // newRecordKeys is the key order of new_record's dict.
@@ -120,11 +123,11 @@ func decodeStored(uid string, data []byte, shapes shapeInterner) (*Record, recor
 }
 
 // decodeAnnounced reads the record of an announced pod. It returns why the port does not model
-// the record ("" when it does): one with held events or proven sequence numbers, with a key or a
-// value of a type new_record never gives.
+// the record ("" when it does): one with held events, with a key or a value of a type new_record
+// and _apply never give.
 func decodeAnnounced(uid string, obj *Obj, shapes shapeInterner) (*Record, recordShape, string) {
 	r := &Record{}
-	var keys, applied []byte
+	var keys, applied, seqs []byte
 	var present uint32
 	for i, name := range obj.Keys() {
 		k, known := recordKeyOf[name]
@@ -169,6 +172,8 @@ func decodeAnnounced(uid string, obj *Obj, shapes shapeInterner) (*Record, recor
 			r.Version, ok = v.(int64)
 		case keyApplied:
 			applied, ok = decodeApplied(v, &r.applied)
+		case keySeqs:
+			seqs, ok = decodeApplied(v, &r.seqs)
 		case keyHeld:
 			held, isList := v.([]any)
 			ok = isList && len(held) == 0
@@ -185,7 +190,11 @@ func decodeAnnounced(uid string, obj *Obj, shapes shapeInterner) (*Record, recor
 	if r.UID != uid {
 		return nil, recordShape{}, "its uid is not its key"
 	}
-	return r, recordShape{keys: shapes.intern(string(keys)), applied: shapes.intern(string(applied))}, ""
+	shape := recordShape{keys: shapes.intern(string(keys)), applied: shapes.intern(string(applied))}
+	if seqs != nil {
+		shape.seqs = shapes.intern(string(seqs))
+	}
+	return r, shape, ""
 }
 
 // optionalObj reads a value that is an object or null.
@@ -197,8 +206,8 @@ func optionalObj(v any) (*Obj, bool) {
 	return o, o != nil
 }
 
-// decodeApplied reads a record's {topic: highest offset applied} into a, and returns the order of
-// its topics.
+// decodeApplied reads a record's {topic: highest offset applied} (or its {topic: highest proven
+// sequence number applied}) into a, and returns the order of its topics.
 func decodeApplied(v any, a *appliedOffsets) ([]byte, bool) {
 	obj := ObjOf(v)
 	if obj == nil {
@@ -268,6 +277,8 @@ func appendRecord(dst []byte, r *Record, shape recordShape) []byte {
 			dst = appendApplied(dst, &r.applied, shape.applied)
 		case keyHeld:
 			dst = append(dst, "[]"...)
+		case keySeqs:
+			dst = appendApplied(dst, &r.seqs, shape.seqs)
 		}
 	}
 	return append(dst, '}')

@@ -21,6 +21,13 @@ type testInput struct {
 	offset    int64
 	tsMs      int64
 	value     []byte // nil: None
+	proof     *testProof
+}
+
+// testProof is an input's proven writer; a batch whose inputs have one goes as a 'P' request.
+type testProof struct {
+	node string
+	seq  uint64
 }
 
 type testOutput struct {
@@ -30,6 +37,7 @@ type testOutput struct {
 	value                 []byte
 	version, tsMs         int64
 	node, namespace, name string
+	seq                   uint64 // a proven journal entry's (node is its writer)
 }
 
 type testChanged struct {
@@ -83,13 +91,21 @@ func loadRecords(t *testing.T, s *Server, keys []string, records [][]byte) {
 }
 
 func batchRequest(inputs []testInput) []byte {
-	req := binary.LittleEndian.AppendUint32([]byte{requestBatch}, uint32(len(inputs)))
+	kind := byte(requestBatch)
+	if len(inputs) > 0 && inputs[0].proof != nil {
+		kind = requestProvenBatch
+	}
+	req := binary.LittleEndian.AppendUint32([]byte{kind}, uint32(len(inputs)))
 	for _, in := range inputs {
 		req = append(req, in.topic)
 		req = binary.LittleEndian.AppendUint32(req, in.partition)
 		req = binary.LittleEndian.AppendUint64(req, uint64(in.offset))
 		req = binary.LittleEndian.AppendUint64(req, uint64(in.tsMs))
 		req = appendNBytes(req, in.value)
+		if kind == requestProvenBatch {
+			req = appendNBytes(req, []byte(in.proof.node))
+			req = binary.LittleEndian.AppendUint64(req, in.proof.seq)
+		}
 	}
 	return req
 }
@@ -117,6 +133,9 @@ func foldBatch(t *testing.T, s *Server, inputs []testInput) testAnswer {
 				o.version, o.tsMs = r.i64(), r.i64()
 				o.node, o.namespace, o.name = string(r.bytes()), string(r.bytes()), string(r.bytes())
 			case outputTombstone:
+			case outputProvenJournal:
+				o.value, o.node = r.bytes(), string(r.bytes())
+				o.seq = uint64(r.i64())
 			default:
 				t.Fatalf("output kind %d", o.kind)
 			}
@@ -513,7 +532,8 @@ func TestServeLeavesUnmodelledRecordsUncovered(t *testing.T) {
 		"held, item":     `{"uid":"a","pod":null,"held":[["pleg",0,1,2]],"applied":{"pleg":1}}`,
 		"held, uid":      `{"uid":"b","pod":null,"held":[],"applied":{}}`,
 		"held events":    strings.Replace(good, `"uid":"a"`, `"uid":"a","held":[[1]]`, 1),
-		"seqs":           strings.Replace(good, `"uid":"a"`, `"uid":"a","seqs":{"pleg":1}`, 1),
+		"seqs, a string": strings.Replace(good, `"uid":"a"`, `"uid":"a","seqs":{"pleg":"1"}`, 1),
+		"seqs, a topic":  strings.Replace(good, `"uid":"a"`, `"uid":"a","seqs":{"journal":1}`, 1),
 		"unknown key":    strings.Replace(good, `"uid":"a"`, `"uid":"a","x":1`, 1),
 		"missing key":    strings.Replace(good, `"terminating":false,`, ``, 1),
 		"wrong type":     strings.Replace(good, `"terminating":false`, `"terminating":0`, 1),

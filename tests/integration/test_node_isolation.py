@@ -20,6 +20,7 @@ from aiokafka import AIOKafkaProducer
 from podledger.agents.kube import Kube
 from podledger.config import Settings
 from podledger.keys import Signer, load_node_keys
+from podledger.local.processes import free_port
 from podledger.partitioner import partition_for_node
 from podledger.schemas import decode, encode, models
 from podledger.streams.topics import ensure_topics
@@ -27,6 +28,7 @@ from podledger.types import JSONDict, LifecycleKind, PodOp, Topic
 from tests import pods
 from tests.support import wait_for
 from tests.support.kafka import publish_statuses, read_records
+from tests.support.metrics import http_get, prometheus_samples, sample_value
 from tests.support.node import RuntimeState
 from tests.support.processes import podledger_env, run_podledger
 
@@ -97,11 +99,13 @@ def test_node_a_cannot_move_a_pod_of_node_b_through_any_topic(
     for node in (node_a, node_b):
         kube.ensure_node(node)
 
+    port = free_port()
     fold_sink = podledger_process(
         ["run", "--roles", "fold,sink"],
         env=podledger_env(
             settings,
             kubeconfig,
+            PODLEDGER_HEALTH_PORT=str(port),
             PODLEDGER_KEYRING_FILE=str(keys_dir / "ring"),
             PODLEDGER_SINK_RECONCILE_MS="2000",
             PODLEDGER_LOG_LEVEL="info",
@@ -288,6 +292,13 @@ def test_node_a_cannot_move_a_pod_of_node_b_through_any_topic(
         assert agent.proc.poll() is None, agent.output()
     assert "apiserver binds the pod to" in agents[node_a].output()
     assert "the apiserver has no such pod" in agents[node_a].output()
+
+    # With the keyring the native core folded the proven batches; those with an attack went to the
+    # Python fold, which dead-lettered it.
+    samples = prometheus_samples(http_get(port, "/metrics")[1])
+    native = sample_value(samples, "podledger_fold_native_batches_total") or 0
+    python = sample_value(samples, "podledger_fold_python_batches_total") or 0
+    assert native >= 1 and python >= 1, (native, python)
 
 
 def test_the_sink_writes_only_to_pods_bound_to_the_versions_node(

@@ -1,8 +1,9 @@
 """The live fold's native core (streams/fold_core_live.py, `podfold --serve`) against the Python
 fold, batch by batch as the fold loop drives them: the same journal entries, versions, tombstones,
-dead letters and headers, byte for byte, and the same records on fold-state; batches the core does
-not cover (a malformed value, held events, a pod announced after its events) fold in Python and the
-core goes on from what that fold stored; a new core loaded from fold-state goes on as the old one."""
+dead letters and headers, byte for byte, and the same records on fold-state, with proofs of origin
+checked or not; batches the core does not cover (a malformed value, held events, a pod announced
+after its events, a forged or replayed record) fold in Python and the core goes on from what that
+fold stored; a new core loaded from fold-state goes on as the old one."""
 
 from __future__ import annotations
 
@@ -17,9 +18,11 @@ import pytest
 from podledger.errors import UserError
 from podledger.partitioner import partition_for_node
 from podledger.schemas import encode
+from podledger.schemas.origin import derive_keys, sign
 from podledger.streams.batch import BatchFold, Waiting, seal
 from podledger.streams.fold import DEFAULT_HOLD, HoldLimits
-from podledger.streams.fold_core_live import CoreGaveUp, LiveCore, Started, core_inputs, fold_batch
+from podledger.streams.fold_core_live import LiveCore, Started, core_inputs, fold_batch
+from podledger.streams.fold_core_wire import CoreGaveUp
 from podledger.streams.native_replay import find_core
 from podledger.streams.outputs import Coordinates
 from podledger.types import Topic
@@ -77,9 +80,15 @@ def workload_inputs(pods: int, events: int, seed: int) -> Inputs:
 class Loop:
     """The fold loop's bookkeeping without Kafka: fold-state as bytes, the clock, held records."""
 
-    def __init__(self, core: LiveCore | None, limits: HoldLimits = DEFAULT_HOLD) -> None:
+    def __init__(
+        self,
+        core: LiveCore | None,
+        limits: HoldLimits = DEFAULT_HOLD,
+        keyring: dict[str, bytes] | None = None,
+    ) -> None:
         self.core = core
         self.limits = limits
+        self.keyring = keyring
         self.state: dict[bytes, bytes] = {}
         self.clock: dict[int, int] = {}
         self.waiting: Waiting = {}
@@ -100,12 +109,15 @@ class Loop:
     ) -> Started | None:
         """Fold a batch (handed to the core already: `started`); with `following`, hand that batch
         to the core before this one is sealed and stored, as the fold loop does, and return it."""
-        fold = BatchFold(self.lookup, self.limits, MAX_BYTES, self.clock)
+        fold = BatchFold(
+            self.lookup, self.limits, MAX_BYTES, self.clock, keyring=self.keyring, partitions=PARTITIONS
+        )
         batch, native = await fold_batch(self.core, fold, inputs, self.waiting, started)
         self.native += native
         ahead = None
-        if following and self.core is not None:
-            ahead = await self.core.start_fold(core_inputs(following), {**self.clock, **batch.newest})
+        handed = core_inputs(following, self.keyring, PARTITIONS) if following else None
+        if handed is not None and self.core is not None:  # the fold loop hands no forged batch ahead
+            ahead = await self.core.start_fold(handed, {**self.clock, **batch.newest})
         seal(batch, self.heads, "test.")
         self.clock.update(batch.newest)
         for partition, out in [*batch.journal, *batch.outputs]:
@@ -127,15 +139,20 @@ class Loop:
 
 
 def both(
-    core_path: str, inputs: Inputs, size: int, limits: HoldLimits = DEFAULT_HOLD, ahead: bool = False
+    core_path: str,
+    inputs: Inputs,
+    size: int,
+    limits: HoldLimits = DEFAULT_HOLD,
+    ahead: bool = False,
+    keyring: dict[str, bytes] | None = None,
 ) -> tuple[Loop, Loop]:
     """The Python fold and the core (each batch handed to it ahead, with `ahead`) over `inputs`."""
 
     async def run() -> tuple[Loop, Loop]:
         core = new_core(core_path)
         try:
-            python = await Loop(None, limits).run(inputs, size)
-            return python, await Loop(core, limits).run(inputs, size, ahead)
+            python = await Loop(None, limits, keyring).run(inputs, size)
+            return python, await Loop(core, limits, keyring).run(inputs, size, ahead)
         finally:
             await core.close()
 
@@ -231,8 +248,8 @@ def test_a_new_core_loaded_from_fold_state_goes_on_as_the_old_one(core_path: str
 
 
 def test_an_event_for_a_pod_the_core_does_not_model_goes_to_the_python_fold(core_path: str) -> None:
-    """A record the core does not model (here one with proven sequence numbers, which only the
-    Python fold checks) is not the core's to change: a batch with an event for that pod is given
+    """A record the core does not model (here one with a sequence number past 63 bits, which the
+    Python fold keeps) is not the core's to change: a batch with an event for that pod is given
     up, and the core forgets every pod the batch touched until it is loaded again."""
     inputs = workload_inputs(5, 60, 9)
     rest = inputs[30:]
@@ -243,9 +260,9 @@ def test_an_event_for_a_pod_the_core_does_not_model_goes_to_the_python_fold(core
         try:
             await core.load(list(loop.state.items()))
             uid = uid_of(orjson.loads(rest[3][1].value or b"{}")).encode()
-            proven = orjson.loads(loop.state[uid]) | {"seqs": {"pleg": 7}}
+            proven = orjson.loads(loop.state[uid]) | {"seqs": {"pleg": 2**64 - 1}}
             await core.load([(uid, orjson.dumps(proven))])
-            return uid, await core.fold([(at, m.value) for at, m in rest], loop.clock)
+            return uid, await core.fold([(at, m.value, None) for at, m in rest], loop.clock)
         finally:
             await core.close()
 
@@ -270,6 +287,65 @@ def test_a_core_that_stops_is_a_clear_error(core_path: str, tmp_path: Any) -> No
 
     with pytest.raises(UserError, match=r"native fold core stopped \(exit 7\)"):
         asyncio.run(run())
+
+
+def unproven(inputs: Inputs) -> list[Any]:
+    handed = core_inputs(inputs, None, PARTITIONS)
+    assert handed is not None
+    return handed
+
+
+def signed_inputs(pods: int, events: int, seed: int) -> tuple[Inputs, dict[str, bytes]]:
+    """A workload whose every record is signed by its node (sequence numbers rising per node as
+    Signer makes them), plus the records an attacker adds: an earlier record of a node sent again
+    later (`replayed`), one signed with a key not on the keyring and one whose MAC does not match
+    its value (both `forged`). Returns the inputs and the fold's keyring."""
+    rows = [
+        (e.topic, e.node, encode(e.value)) for e in workload(pods, events, nodes=6, seed=seed, start_ms=T0)
+    ]
+    keys = {node: derive_keys(node, node.encode().ljust(32, b"k")) for _, node, _ in rows}
+    inputs = as_inputs(rows)
+    seqs = dict.fromkeys(keys, 1_000)
+    signed: Inputs = []
+    for at, m in inputs:
+        node = m.key.decode() if m.key else ""
+        seqs[node] += 1
+        signed.append((at, Message(m.key, m.value, sign(keys[node], at.topic, seqs[node], m.key, m.value))))
+    keyring = {node: k.status for node, k in keys.items()}
+
+    def again(at: Coordinates, m: Message, headers: Any = None) -> tuple[Coordinates, Message]:
+        """`m` sent once more, after everything on its topic-partition so far."""
+        offset = 1 + max(a.offset for a, _ in signed if (a.topic, a.partition) == (at.topic, at.partition))
+        return Coordinates(at.topic, at.partition, offset, at.ts_ms), Message(
+            m.key, m.value, headers or m.headers
+        )
+
+    at, m = next((a, m) for a, m in signed[len(signed) // 2 :] if a.topic == Topic.PLEG)
+    signed.append(again(at, m))  # replayed: its pod has applied this very sequence number
+    at, m = signed[len(signed) // 3]
+    stranger = derive_keys(m.key.decode() if m.key else "", b"s" * 32)
+    signed.insert(len(signed) // 3 + 50, again(at, m, sign(stranger, at.topic, 10**9, m.key, m.value)))
+    at, m = signed[2 * len(signed) // 3]
+    tampered = (m.value or b"").replace(b'"ts_ms":', b'"ts_ms":1', 1)
+    signed.insert(2 * len(signed) // 3 + 50, again(at, Message(m.key, tampered, m.headers)))
+    return signed, keyring
+
+
+def test_the_core_folds_proven_batches_as_the_python_fold_does(core_path: str) -> None:
+    """With a keyring the worker proves every record's origin and hands the core the writer and
+    sequence number: journal entries carry the proof, records keep their sequence numbers in the
+    Python fold's key order, and a forged or replayed record leaves its batch to the Python fold,
+    which dead-letters it."""
+    inputs, keyring = signed_inputs(150, 2500, 21)
+    python, native = both(core_path, inputs, 60, ahead=True, keyring=keyring)
+    assert_same(python, native)
+    batches = (len(inputs) + 59) // 60
+    assert batches - 3 <= native.native < batches  # the three batches with an attack in Python
+    letters = [orjson.loads(w[3])["reason"] for w in native.written if w[0] == Topic.DEAD_LETTER and w[3]]
+    assert sorted(letters) == ["forged", "forged", "replayed"]
+    journal_headers = [dict(w[4]) for w in native.written if w[0] == Topic.JOURNAL]
+    assert all("podledger-node" in h and "podledger-seq" in h for h in journal_headers)
+    assert all(b'"seqs":{' in raw for raw in native.state.values())
 
 
 def uid_of(value: dict[str, Any]) -> str:
@@ -300,13 +376,13 @@ def test_a_batch_handed_to_the_core_is_answered_before_any_other_request(core_pa
     async def run() -> tuple[Any, Any, Any]:
         core = new_core(core_path)
         try:
-            started = await core.start_fold(core_inputs(inputs[:100]), {})
+            started = await core.start_fold(unproven(inputs[:100]), {})
             with pytest.raises(RuntimeError, match="not read yet"):
                 await core.load([(b"uid", None)])
             folded = await core.result(started)
-            second = await core.start_fold(core_inputs(inputs[100:]), {})
+            second = await core.start_fold(unproven(inputs[100:]), {})
             await core.close()
-            return folded, await core.result(second), await core.fold(core_inputs(inputs[:100]), {})
+            return folded, await core.result(second), await core.fold(unproven(inputs[:100]), {})
         finally:
             await core.close()
 

@@ -1,0 +1,97 @@
+package foldcore
+
+import (
+	"bytes"
+	"math"
+	"strings"
+	"testing"
+)
+
+// proven is in() with a proof of origin from node n1.
+func proven(topic string, offset, ts int64, value string, seq uint64) testInput {
+	i := in(topic, offset, ts, value)
+	i.proof = &testProof{node: "n1", seq: seq}
+	return i
+}
+
+func TestServeFoldsProvenInputs(t *testing.T) {
+	s := NewServer(DefaultMaxEventBytes)
+	a := foldBatch(t, s, []testInput{
+		proven(TopicPodUpdates, 10, 1_700_000_000_000, podUpdate("ADD", podA, 1), 7),
+		proven(TopicPleg, 20, 1_700_000_001_000, pleg("a", "running", 1_700_000_001_000), 8),
+	})
+	if !a.ok {
+		t.Fatal(a.reason)
+	}
+	var journal []testOutput
+	for _, o := range a.outputs {
+		if o.kind == outputJournal {
+			t.Fatalf("a proven input's journal entry without its proof: %s", o.value)
+		}
+		if o.kind == outputProvenJournal {
+			journal = append(journal, o)
+		}
+	}
+	if len(journal) != 2 || journal[0].node != "n1" || journal[0].seq != 7 || journal[1].seq != 8 ||
+		!bytes.HasPrefix(journal[0].value, []byte(`{"type":"pod-updates:ADD","topic":"pod-updates"`)) {
+		t.Fatalf("journal entries %+v", journal)
+	}
+	// _apply sets seqs before it reads the event: the pleg snapshot's runtime_ts comes after it.
+	want := `"applied":{"pod-updates":10,"pleg":20},"seqs":{"pod-updates":7,"pleg":8},"runtime_ts":1700000001000}`
+	record := a.changed[0].record
+	if !bytes.HasSuffix(record, []byte(want)) {
+		t.Fatalf("record %s", record)
+	}
+
+	// The record read back from its bytes folds on as the one the server kept.
+	other := NewServer(DefaultMaxEventBytes)
+	loadRecords(t, other, []string{"a"}, [][]byte{record})
+	next := []testInput{proven(TopicProbeResults, 30, 1_700_000_002_000, probe("a", "Success", 1_700_000_002_000), 9)}
+	got, kept := foldBatch(t, other, next), foldBatch(t, s, next)
+	if !got.ok || !bytes.Equal(history(got), history(kept)) || !bytes.Equal(got.changed[0].record, kept.changed[0].record) {
+		t.Fatalf("folded from stored bytes:\n%s\nkept:\n%s", got.changed[0].record, kept.changed[0].record)
+	}
+	if !bytes.Contains(got.changed[0].record, []byte(`"seqs":{"pod-updates":7,"pleg":8,"probe-results":9}`)) {
+		t.Fatalf("record %s", got.changed[0].record)
+	}
+
+	// An unproven batch (a worker without a keyring) leaves the numbers as they are.
+	plain := foldBatch(t, other, []testInput{in(TopicPleg, 21, 1_700_000_003_000, pleg("a", "exited", 1_700_000_003_000))})
+	if !plain.ok || !bytes.Contains(plain.changed[0].record, []byte(`"seqs":{"pod-updates":7,"pleg":8,"probe-results":9}`)) {
+		t.Fatalf("unproven batch: %s %s", plain.reason, plain.changed[0].record)
+	}
+}
+
+func TestServeGivesUpWherePythonRefusesAProof(t *testing.T) {
+	before := []testInput{
+		proven(TopicPodUpdates, 10, 1_700_000_000_000, podUpdate("ADD", podA, 1), 7),
+		proven(TopicPleg, 20, 1, pleg("a", "running", 1), 8),
+	}
+	cases := map[string]struct {
+		input testInput
+		why   string
+	}{
+		// A copy of the node's pleg record, sent again at a later offset: its number is not above 8.
+		"replayed": {proven(TopicPleg, 21, 2, pleg("a", "running", 2), 8), "replayed"},
+		"older":    {proven(TopicPodUpdates, 11, 2, podUpdate("UPDATE", podA, 2), 3), "replayed"},
+		"forged":   {withNode(proven(TopicPleg, 21, 2, pleg("a", "running", 2), 9), "n2"), "another node"},
+		"held":     {proven(TopicPleg, 21, 2, pleg("b", "running", 2), 9), "not announced"},
+		"64 bits":  {proven(TopicPleg, 21, 2, pleg("a", "running", 2), math.MaxUint64), "63 bits"},
+	}
+	for name, c := range cases {
+		s := NewServer(DefaultMaxEventBytes)
+		if a := foldBatch(t, s, before); !a.ok {
+			t.Fatal(a.reason)
+		}
+		got := foldBatch(t, s, []testInput{c.input})
+		if got.ok || !strings.Contains(got.reason, c.why) {
+			t.Errorf("%s: ok=%v reason %q", name, got.ok, got.reason)
+		}
+	}
+}
+
+// withNode is the input with its proof naming another writer.
+func withNode(i testInput, node string) testInput {
+	i.proof.node = node
+	return i
+}
