@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -183,8 +183,14 @@ def workload(
             yield life.remove(ts)
 
 
-async def produce(settings: Any, events: Iterator[IngressEvent] | list[IngressEvent]) -> int:
-    """Send ingress events to their topics with the shared partitioner; returns the count."""
+async def produce(
+    settings: Any,
+    events: Iterator[IngressEvent] | list[IngressEvent],
+    signers: Mapping[str, Any] | None = None,
+) -> int:
+    """Send ingress events to their topics with the shared partitioner; returns the count. With
+    `signers` (node -> keys.Signer) each record carries its node's proof of origin, as a node
+    agent's does."""
     from aiokafka import AIOKafkaProducer
 
     from podledger.partitioner import partition_for_node
@@ -201,12 +207,14 @@ async def produce(settings: Any, events: Iterator[IngressEvent] | list[IngressEv
     count = 0
     try:
         for event in events:
+            key, value = event.key.encode(), encode(event.value)
             await producer.send(
                 settings.topic(event.topic),
-                key=event.key.encode(),
-                value=encode(event.value),
+                key=key,
+                value=value,
                 partition=partition_for_node(event.node, settings.partitions),
                 timestamp_ms=event.ts_ms,
+                headers=None if signers is None else signers[event.node].headers(event.topic, key, value),
             )
             count += 1
         await producer.flush()

@@ -8,8 +8,10 @@ import asyncio
 import os
 import secrets
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
@@ -28,7 +30,7 @@ from podledger.bench.harness import (
 from podledger.bench.offline import bench_offline
 from podledger.config import Settings
 from podledger.errors import UserError
-from podledger.keys import Signer
+from podledger.keys import Signer, new_secret, write_keyring_entry
 from podledger.local.processes import free_port
 from podledger.partitioner import partition_for_node
 from podledger.schemas import decode, encode
@@ -65,6 +67,7 @@ class FoldFigures:
     gc_longest_ms: float = float("nan")  # ... and its longest collector pause (it stalls the loop)
     native_share: float = -1.0  # the share of the worker's batches its native core folded (-1: no core)
     python_events_per_s: float = float("nan")  # one worker folding in Python, same backlog, same run
+    proven_events_per_s: float = float("nan")  # one worker checking proofs of origin (a keyring), ditto
 
     def line(self) -> str:
         return (
@@ -84,6 +87,7 @@ class FoldFigures:
             f" offline_identical={self.offline_identical}"
             f" offline_core_events_per_cpu_s={self.offline_core_events_per_cpu_s:.0f}"
             f" native_share={self.native_share:.3f} python_events_per_s={self.python_events_per_s:.0f}"
+            f" proven_events_per_s={self.proven_events_per_s:.0f}"
         )
 
 
@@ -137,6 +141,8 @@ def bench_fold(
     if figures.native_share >= 0:  # the worker folded natively: the Python fold beside it
         figures.python_events_per_s = drain_anew(base, backlog, partitions, PODLEDGER_FOLD_CORE="off")
         say(f"pipeline folding in Python: {figures.python_events_per_s:.0f} events/s")
+    figures.proven_events_per_s = drain_proven(base, backlog, partitions)
+    say(f"pipeline checking proofs of origin: {figures.proven_events_per_s:.0f} events/s")
 
     offline = bench_offline([encode(e.value) for e in backlog], base.fold_core)
     figures.offline_events_per_s = offline.events_per_s
@@ -161,18 +167,38 @@ def bench_fold(
     return figures
 
 
-def drain_anew(base: Settings, backlog: list[IngressEvent], partitions: int, **env: str) -> float:
+def drain_anew(
+    base: Settings,
+    backlog: list[IngressEvent],
+    partitions: int,
+    signers: dict[str, Signer] | None = None,
+    **env: str,
+) -> float:
     """Events/s of the fold (with `env`: more workers, or the Python fold) over the same backlog on
-    topics of its own, measured as for the first worker."""
+    topics of its own, measured as for the first worker; with `signers`, each record signed by its
+    node."""
     settings = bench_settings(base, partitions=partitions)
     asyncio.run(ensure_topics(settings))
     say(f"topics {settings.topic_prefix}* for a drain with {' '.join(f'{k}={v}' for k, v in env.items())}")
-    asyncio.run(produce(settings, backlog))
+    asyncio.run(produce(settings, backlog, signers))
     supervisor = start_service(settings, "fold", **env)
     try:
         return drain_backlog(settings, supervisor, len(backlog))[0]
     finally:
         stop_service(supervisor, timeout=90)
+
+
+def drain_proven(base: Settings, backlog: list[IngressEvent], partitions: int) -> float:
+    """Events/s of one worker with a keyring over the backlog, each record signed by its node: what
+    a deployment that proves origins (README, "Node isolation") gets from a worker."""
+    with tempfile.TemporaryDirectory(prefix="podledger-bench-keys-") as folder:
+        keyring = Path(folder) / "keyring.json"
+        signers = {}
+        for node in sorted({e.node for e in backlog}):
+            keys = derive_keys(node, new_secret())
+            write_keyring_entry(keyring, keys)
+            signers[node] = Signer(keys)
+        return drain_anew(base, backlog, partitions, signers, PODLEDGER_KEYRING_FILE=str(keyring))
 
 
 def origin_cost(events: list[IngressEvent], sample: int = 50_000) -> tuple[float, float]:

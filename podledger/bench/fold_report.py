@@ -22,6 +22,10 @@ def print_fold(figures: FoldFigures, *, pods: int, events: int, partitions: int)
             f" in Python: {figures.python_events_per_s:,.0f} events/s"
             f" ({figures.events_per_s / figures.python_events_per_s:.1f}x)"
         )
+    print(
+        f"  with proofs of origin (a keyring, every record signed): {figures.proven_events_per_s:,.0f}"
+        f" events/s ({figures.proven_events_per_s / figures.events_per_s:.0%} of the worker without)"
+    )
     print(f"offline fold (same messages):       {figures.offline_events_per_s:,.0f} events/s")
     print(
         f"  Python fold {figures.offline_python_events_per_s:,.0f}, native core"

@@ -61,7 +61,9 @@ def test_bench_fold_with_workers_keeps_its_keys_and_adds_the_scaling(kafka_boots
         rf" offline_floor_events_per_s=[1-9]\d* offline_python_events_per_s=[1-9]\d*"
         rf" offline_core_events_per_s=[1-9]\d* offline_identical=1 offline_core_events_per_cpu_s=[1-9]\d*"
         # The worker folded with the native core (its /metrics), and the same backlog in Python.
-        rf" native_share=(0\.\d+|1\.000) python_events_per_s=[1-9]\d*",
+        rf" native_share=(0\.\d+|1\.000) python_events_per_s=[1-9]\d*"
+        # And once more with every record signed and the worker checking proofs of origin.
+        rf" proven_events_per_s=[1-9]\d*",
         last,
     )
     assert match, result.stdout
@@ -71,7 +73,8 @@ def test_bench_fold_with_workers_keeps_its_keys_and_adds_the_scaling(kafka_boots
     assert float(match.group(12)) > 0.5
     assert "pipeline, 2 fold workers:" in result.stdout
     assert "the same worker folding in Python:" in result.stdout
-    # Its topics (three drains: one worker, two, the Python fold) are gone once it is done.
+    assert "with proofs of origin (a keyring, every record signed):" in result.stdout
+    # Its topics (four drains: one worker, two, the Python fold, proofs checked) are gone once done.
     prefixes = set(re.findall(r"topics (bench-[0-9a-f]+\.)\*", result.stderr))
     assert prefixes and re.search(r"deleted the benchmark's \d+ topics", result.stderr)
     left = asyncio.run(topic_names(kafka_bootstrap))
