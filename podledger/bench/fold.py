@@ -176,14 +176,21 @@ def drain_anew(
 ) -> float:
     """Events/s of the fold (with `env`: more workers, or the Python fold) over the same backlog on
     topics of its own, measured as for the first worker; with `signers`, each record signed by its
-    node."""
+    node. Says what share of a single worker's batches its native core folded."""
     settings = bench_settings(base, partitions=partitions)
     asyncio.run(ensure_topics(settings))
     say(f"topics {settings.topic_prefix}* for a drain with {' '.join(f'{k}={v}' for k, v in env.items())}")
     asyncio.run(produce(settings, backlog, signers))
-    supervisor = start_service(settings, "fold", **env)
+    single = "PODLEDGER_FOLD_WORKERS" not in env
+    port = free_port()
+    supervisor = start_service(
+        settings, "fold", **env, **({"PODLEDGER_HEALTH_PORT": str(port)} if single else {})
+    )
     try:
-        return drain_backlog(settings, supervisor, len(backlog))[0]
+        rate = drain_backlog(settings, supervisor, len(backlog))[0]
+        if single and (share := native_share(port)) >= 0:
+            say(f"the native core folded {share:.1%} of that worker's batches")
+        return rate
     finally:
         stop_service(supervisor, timeout=90)
 

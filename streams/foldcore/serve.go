@@ -120,9 +120,9 @@ type Server struct {
 	newest    map[int64]int64
 	outputs   []byte // the outputs section of the response
 	nOutputs  uint32
-	records   []byte      // the changed records section
-	partition int64       // of the input being folded
-	proof     *serveInput // the input being applied, when its origin was proven
+	records   []byte  // the changed records section
+	partition int64   // of the input being folded
+	proof     *origin // of the event being applied, when its origin was proven
 	resp      []byte
 }
 

@@ -178,9 +178,7 @@ func (s *Server) foldInput(i int) {
 	decodeEvent(int64(i), topic, obj, ev)
 	at := Coordinates{Topic: topic, Partition: in.partition, Offset: in.offset, TsMs: in.tsMs}
 	uid := ev.UID
-	if in.proven && string(s.buf[in.end:in.nodeEnd]) != ev.Node {
-		unsupported("a %s record written by another node than it names (Python dead-letters it)", topic)
-	}
+	proof := s.originOf(in, ev)
 	if _, seen := s.namedSet[uid]; !seen {
 		s.namedSet[uid] = struct{}{}
 		s.named = append(s.named, uid)
@@ -198,33 +196,26 @@ func (s *Server) foldInput(i int) {
 	}
 	s.partition = at.Partition
 	record, held := s.record(uid)
-	if in.proven && (held != nil || record == nil && topic != TopicPodUpdates) {
-		unsupported("a proven %s event for pod %s, not announced yet (held events keep their proofs in Python)", topic, uid)
-	}
 	switch {
 	case held != nil: // fold_event: a waiting record refuses no node, and skips what it applied
 		if last, ok := held.applied.get(topic); ok && last >= at.Offset {
 			return
 		}
 		if topic == TopicPodUpdates {
-			s.announce(held, at, ev)
+			s.announce(held, at, ev, proof)
 		} else {
-			s.hold(held, at, ev)
+			s.hold(held, at, ev, proof)
 		}
 		return
 	case record == nil && topic != TopicPodUpdates:
-		s.hold(nil, at, ev)
+		s.hold(nil, at, ev, proof)
 		return
 	case record != nil && ev.Node == record.Node: // another node's event: Apply gives up on it
 		if last, ok := record.applied.get(topic); ok && last >= at.Offset {
 			return // applied already: no output, the record stays as it is
 		}
 	}
-	if in.proven {
-		s.applyProven(record, at, ev, in)
-		return
-	}
-	s.apply(record, at, ev)
+	s.applyWith(record, at, ev, proof)
 }
 
 // apply is _apply for the pod's record (nil: the pod has none): it journals the event, folds it,
@@ -314,10 +305,9 @@ func (s *Server) appendJournal(at Coordinates, ev *Event) {
 	b = appendEventFields(b, at.Topic, ev)
 	b = append(b, '}')
 	binary.LittleEndian.PutUint32(b[mark:], uint32(len(b)-mark-4))
-	if in := s.proof; in != nil {
-		b = binary.LittleEndian.AppendUint32(b, uint32(in.nodeEnd-in.end))
-		b = append(b, s.buf[in.end:in.nodeEnd]...)
-		b = binary.LittleEndian.AppendUint64(b, in.seq)
+	if proof := s.proof; proof != nil {
+		b = appendBytes(b, proof.node)
+		b = binary.LittleEndian.AppendUint64(b, uint64(proof.seq))
 	}
 	s.outputs = b
 }

@@ -6,18 +6,21 @@ import "strconv"
 // fetch often holds a pod's pleg or probe results before the pod-update that announces it. The
 // Python fold (streams/fold.py fold_event, streams/record.py hold) keeps such events in the
 // pod's record, {"uid", "pod": null, "held", "applied"}, and applies them in order right after
-// the announcement. The live core does the same with no proof of origin: a held item is
-// [topic, partition, offset, ts_ms, value]. What Python would dead-letter instead (too many held
-// events, a pod removed at its announcement, a forged held event) makes the batch give up; held
-// events that expire by time are Python's to drop (expire_held), between batches.
+// the announcement. The live core does the same: a held item is [topic, partition, offset,
+// ts_ms, value], plus [node, seq] when its origin was proven. What Python would dead-letter
+// instead (too many held events, a pod removed at its announcement, a forged or replayed held
+// event) makes the batch give up; held events that expire by time are Python's to drop
+// (expire_held), between batches.
 
 // DefaultHoldMaxEvents is HoldLimits.max_events: the most events a pod not announced yet holds.
 const DefaultHoldMaxEvents = 100
 
-// heldItem is one held event: where it came from, and its value as to_dict gives it, encoded.
+// heldItem is one held event: where it came from, its value as to_dict gives it, encoded, and
+// its proof of origin (nil: none).
 type heldItem struct {
 	at    Coordinates
 	value []byte
+	proof *origin
 }
 
 // heldRecord is the record of a pod whose events wait for its announcement.
@@ -32,8 +35,8 @@ var heldKeys = [...]string{"uid", "pod", "held", "applied"}
 
 // decodeHeldRecord reads the stored record of a pod not announced yet (its "pod" is null). It
 // returns why the port does not model the record ("" when it does): other keys or another key
-// order than hold gives, a held item with a proof of origin, or one that is not
-// [topic, partition, offset, ts_ms, value] of an event hold keeps.
+// order than hold gives, or a held item that is not [topic, partition, offset, ts_ms, value]
+// (and [node, seq]) of an event hold keeps.
 func decodeHeldRecord(uid string, obj *Obj, shapes shapeInterner) (*heldRecord, string) {
 	keys, values := obj.Keys(), obj.Values()
 	if len(keys) != len(heldKeys) {
@@ -67,11 +70,25 @@ func decodeHeldRecord(uid string, obj *Obj, shapes shapeInterner) (*heldRecord, 
 	return h, ""
 }
 
-// decodeHeldItem reads a held item without a proof: [topic, partition, offset, ts_ms, value].
+// decodeHeldItem reads a held item: [topic, partition, offset, ts_ms, value], and [node, seq]
+// after them when its origin was proven.
 func decodeHeldItem(v any) (heldItem, bool) {
 	item, ok := v.([]any)
-	if !ok || len(item) != 5 {
+	if !ok || len(item) != 5 && len(item) != 6 {
 		return heldItem{}, false
+	}
+	var proof *origin
+	if len(item) == 6 {
+		pair, isList := item[5].([]any)
+		if !isList || len(pair) != 2 {
+			return heldItem{}, false
+		}
+		node, ok1 := pair[0].(string)
+		seq, ok2 := pair[1].(int64)
+		if !ok1 || !ok2 || seq < 0 {
+			return heldItem{}, false
+		}
+		proof = &origin{node: node, seq: seq}
 	}
 	topic, ok := item[0].(string)
 	if !ok || (topic != TopicPleg && topic != TopicProbeResults && topic != TopicPodLifecycle) {
@@ -85,7 +102,7 @@ func decodeHeldItem(v any) (heldItem, bool) {
 		return heldItem{}, false
 	}
 	at := Coordinates{Topic: topic, Partition: partition, Offset: offset, TsMs: tsMs}
-	return heldItem{at: at, value: Encode(nil, value)}, true
+	return heldItem{at: at, value: Encode(nil, value), proof: proof}, true
 }
 
 // appendHeldRecord appends a waiting pod's record as orjson.dumps gives hold's dict.
@@ -107,6 +124,13 @@ func appendHeldRecord(dst []byte, uid string, h *heldRecord) []byte {
 		dst = strconv.AppendInt(dst, item.at.TsMs, 10)
 		dst = append(dst, ',')
 		dst = append(dst, item.value...)
+		if item.proof != nil {
+			dst = append(dst, ",["...)
+			dst = appendString(dst, item.proof.node)
+			dst = append(dst, ',')
+			dst = strconv.AppendInt(dst, item.proof.seq, 10)
+			dst = append(dst, ']')
+		}
 		dst = append(dst, ']')
 	}
 	dst = append(dst, `],"applied":`...)
@@ -115,8 +139,9 @@ func appendHeldRecord(dst []byte, uid string, h *heldRecord) []byte {
 }
 
 // hold is streams/record.py hold: the event waits in the pod's record (h; nil: the pod has none)
-// for its announcement. It has no output: an event is journaled when it is applied.
-func (s *Server) hold(h *heldRecord, at Coordinates, ev *Event) {
+// for its announcement, with its proof (nil: none). It has no output: an event is journaled
+// when it is applied.
+func (s *Server) hold(h *heldRecord, at Coordinates, ev *Event, proof *origin) {
 	uid := ev.UID
 	if h == nil {
 		h = &heldRecord{}
@@ -126,7 +151,7 @@ func (s *Server) hold(h *heldRecord, at Coordinates, ev *Event) {
 		unsupported("a %s event for pod %s, which holds %d events already: Python dead-letters the oldest",
 			at.Topic, uid, len(h.items))
 	}
-	h.items = append(h.items, heldItem{at: at, value: appendEventFields(nil, at.Topic, ev)})
+	h.items = append(h.items, heldItem{at: at, value: appendEventFields(nil, at.Topic, ev), proof: proof})
 	t := topicIndex(at.Topic)
 	h.applied.offsets[t], h.applied.seen[t] = at.Offset, true
 	h.order = s.interner.withTopic(h.order, t)
@@ -135,8 +160,9 @@ func (s *Server) hold(h *heldRecord, at Coordinates, ev *Event) {
 
 // announce is fold_event for the first pod-update of a pod whose events wait in h: the pod's
 // record starts with the offsets h applied, then each held event is applied in order, each with
-// its own coordinates and journal entry. All outputs go under the announcement's partition.
-func (s *Server) announce(h *heldRecord, at Coordinates, ev *Event) {
+// its own coordinates, proof and journal entry. All outputs go under the announcement's
+// partition.
+func (s *Server) announce(h *heldRecord, at Coordinates, ev *Event, proof *origin) {
 	uid := ev.UID
 	delete(s.held, uid)
 	delete(s.stored, uid) // the batch reads the record as it makes it from here
@@ -145,11 +171,11 @@ func (s *Server) announce(h *heldRecord, at Coordinates, ev *Event) {
 			unsupported("pod %s removed at its announcement: Python dead-letters its %d held events",
 				uid, len(h.items))
 		}
-		s.apply(nil, at, ev) // the journal entry and the tombstone; the waiting record goes
+		s.applyWith(nil, at, ev, proof) // the journal entry and the tombstone; the waiting record goes
 		s.change(uid, s.partition)
 		return
 	}
-	s.apply(nil, at, ev)
+	s.applyWith(nil, at, ev, proof)
 	record := s.fold.Records[uid]
 	// _apply(None, at, event, held applied): the held record's offsets, then pod-updates' (a max).
 	pu := topicIndex(TopicPodUpdates)
@@ -187,7 +213,7 @@ func (s *Server) applyHeld(record *Record, item *heldItem) {
 	t := topicIndex(item.at.Topic)
 	last, seen := record.applied.offsets[t], record.applied.seen[t]
 	record.applied.seen[t] = false
-	s.apply(record, item.at, ev)
+	s.applyWith(record, item.at, ev, item.proof)
 	if seen && last > item.at.Offset {
 		record.applied.offsets[t] = last
 	}

@@ -2,6 +2,7 @@ package foldcore
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -75,7 +76,6 @@ func TestServeGivesUpWherePythonRefusesAProof(t *testing.T) {
 		"replayed": {proven(TopicPleg, 21, 2, pleg("a", "running", 2), 8), "replayed"},
 		"older":    {proven(TopicPodUpdates, 11, 2, podUpdate("UPDATE", podA, 2), 3), "replayed"},
 		"forged":   {withNode(proven(TopicPleg, 21, 2, pleg("a", "running", 2), 9), "n2"), "another node"},
-		"held":     {proven(TopicPleg, 21, 2, pleg("b", "running", 2), 9), "not announced"},
 		"64 bits":  {proven(TopicPleg, 21, 2, pleg("a", "running", 2), math.MaxUint64), "63 bits"},
 	}
 	for name, c := range cases {
@@ -94,4 +94,57 @@ func TestServeGivesUpWherePythonRefusesAProof(t *testing.T) {
 func withNode(i testInput, node string) testInput {
 	i.proof.node = node
 	return i
+}
+
+func TestServeHoldsProvenEvents(t *testing.T) {
+	s := NewServer(DefaultMaxEventBytes)
+	// The pod's pleg and probe result come before its announcement; the probe's copy too, later.
+	first := foldBatch(t, s, []testInput{
+		proven(TopicPleg, 20, 1, pleg("a", "running", 1), 5),
+		proven(TopicProbeResults, 30, 2, probe("a", "Success", 2), 6),
+	})
+	if !first.ok || len(first.outputs) != 0 {
+		t.Fatalf("held: %s %+v", first.reason, first.outputs)
+	}
+	waiting := first.changed[0].record
+	if !bytes.Contains(waiting, []byte(`,"ts_ms":1},["n1",5]],["probe-results",2,30,2,`)) ||
+		!bytes.HasSuffix(waiting, []byte(`,"ts_ms":2},["n1",6]]],"applied":{"pleg":20,"probe-results":30}}`)) {
+		t.Fatalf("waiting record %s", waiting)
+	}
+	// A new core reads the waiting record back; the announcement applies the held events with
+	// their proofs: each journal entry carries its own, and the record keeps every number.
+	other := NewServer(DefaultMaxEventBytes)
+	loadRecords(t, other, []string{"a"}, [][]byte{waiting})
+	a := foldBatch(t, other, []testInput{proven(TopicPodUpdates, 10, 3, podUpdate("ADD", podA, 3), 7)})
+	if !a.ok {
+		t.Fatal(a.reason)
+	}
+	var seqs []uint64
+	for _, o := range a.outputs {
+		if o.kind == outputJournal {
+			t.Fatalf("a journal entry without its proof: %s", o.value)
+		}
+		if o.kind == outputProvenJournal {
+			seqs = append(seqs, o.seq)
+		}
+	}
+	if fmt.Sprint(seqs) != "[7 5 6]" {
+		t.Fatalf("journal sequence numbers %v", seqs)
+	}
+	if !bytes.Contains(a.changed[0].record, []byte(`"seqs":{"pod-updates":7,"pleg":5,"probe-results":6}`)) {
+		t.Fatalf("record %s", a.changed[0].record)
+	}
+
+	// A held copy of a record already held (its number not above) is refused at the announcement.
+	s = NewServer(DefaultMaxEventBytes)
+	if b := foldBatch(t, s, []testInput{
+		proven(TopicPleg, 20, 1, pleg("a", "running", 1), 5),
+		proven(TopicPleg, 21, 1, pleg("a", "running", 1), 5),
+	}); !b.ok {
+		t.Fatal(b.reason)
+	}
+	if b := foldBatch(t, s, []testInput{proven(TopicPodUpdates, 10, 3, podUpdate("ADD", podA, 3), 7)}); b.ok ||
+		!strings.Contains(b.reason, "replayed") {
+		t.Fatalf("replayed held event: ok=%v %q", b.ok, b.reason)
+	}
 }

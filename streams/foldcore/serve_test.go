@@ -524,7 +524,8 @@ func TestServeLeavesUnmodelledRecordsUncovered(t *testing.T) {
 	a := foldBatch(t, s, []testInput{in(TopicPodUpdates, 1, 5, podUpdate("ADD", podA, 5))})
 	good := string(a.changed[0].record)
 	cases := map[string]string{
-		"held, proven":   `{"uid":"a","pod":null,"held":[["pleg",0,1,2,{},["n1",3]]],"applied":{"pleg":1}}`,
+		"held, proof":    `{"uid":"a","pod":null,"held":[["pleg",0,1,2,{},["n1"]]],"applied":{"pleg":1}}`,
+		"held, seq":      `{"uid":"a","pod":null,"held":[["pleg",0,1,2,{},["n1","3"]]],"applied":{"pleg":1}}`,
 		"held, seqs":     `{"uid":"a","pod":null,"held":[],"applied":{"pleg":1},"seqs":{"pleg":1}}`,
 		"held, no held":  `{"uid":"a","pod":null,"applied":{"pleg":1}}`,
 		"held, order":    `{"uid":"a","pod":null,"applied":{"pleg":1},"held":[]}`,

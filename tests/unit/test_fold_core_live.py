@@ -297,12 +297,14 @@ def unproven(inputs: Inputs) -> list[Any]:
 
 def signed_inputs(pods: int, events: int, seed: int) -> tuple[Inputs, dict[str, bytes]]:
     """A workload whose every record is signed by its node (sequence numbers rising per node as
-    Signer makes them), plus the records an attacker adds: an earlier record of a node sent again
-    later (`replayed`), one signed with a key not on the keyring and one whose MAC does not match
-    its value (both `forged`). Returns the inputs and the fold's keyring."""
+    Signer makes them), the first 30 pods announced only after 400 other records (their events
+    before it are held with their proofs), plus the records an attacker adds: an earlier record of
+    a node sent again later (`replayed`), one signed with a key not on the keyring and one whose MAC
+    does not match its value (both `forged`). Returns the inputs and the fold's keyring."""
     rows = [
         (e.topic, e.node, encode(e.value)) for e in workload(pods, events, nodes=6, seed=seed, start_ms=T0)
     ]
+    rows = rows[30:430] + rows[:30] + rows[430:]
     keys = {node: derive_keys(node, node.encode().ljust(32, b"k")) for _, node, _ in rows}
     inputs = as_inputs(rows)
     seqs = dict.fromkeys(keys, 1_000)
@@ -346,6 +348,12 @@ def test_the_core_folds_proven_batches_as_the_python_fold_does(core_path: str) -
     journal_headers = [dict(w[4]) for w in native.written if w[0] == Topic.JOURNAL]
     assert all("podledger-node" in h and "podledger-seq" in h for h in journal_headers)
     assert all(b'"seqs":{' in raw for raw in native.state.values())
+    # Events that waited for their pods' announcements, with their proofs, and were applied then.
+    late = {uid_of(orjson.loads(m.value or b"{}")) for _, m in inputs[400:430]}
+    early = [m for _, m in inputs[:400] if uid_of(orjson.loads(m.value or b"{}")) in late]
+    assert len(early) > 20
+    journaled = {orjson.loads(w[3])["offset"] for w in native.written if w[0] == Topic.JOURNAL}
+    assert {at.offset for at, m in inputs[:400] if m in early} <= journaled
 
 
 def uid_of(value: dict[str, Any]) -> str:
