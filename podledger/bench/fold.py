@@ -10,10 +10,10 @@ import secrets
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka import AIOKafkaConsumer
 
 from podledger.bench.floor import fan_out, raw_floor
 from podledger.bench.harness import (
@@ -28,11 +28,11 @@ from podledger.bench.harness import (
     worker_gc,
 )
 from podledger.bench.offline import bench_offline
+from podledger.bench.pacer import produce_apart
 from podledger.config import Settings
 from podledger.errors import UserError
 from podledger.keys import Signer, new_secret, write_keyring_entry
 from podledger.local.processes import free_port
-from podledger.partitioner import partition_for_node
 from podledger.schemas import decode, encode
 from podledger.schemas.origin import derive_keys, verify
 from podledger.streams.topics import ensure_topics
@@ -275,39 +275,13 @@ def measure_latency(
     count = int(rate * seconds)
     events = list(workload(max(pods // 10, 1), count, nodes=max(1, pods // 1000), seed=2))
     before = asyncio.run(topic_count(settings, Topic.JOURNAL))
-    asyncio.run(_paced_produce(settings, events, rate))
+    produce_apart(settings, events, rate)
     deadline = time.monotonic() + 120
     while asyncio.run(topic_count(settings, Topic.JOURNAL)) < before + count and time.monotonic() < deadline:
         if worker.poll() is not None:
             raise UserError(f"the fold worker exited with {worker.returncode}")
         time.sleep(0.2)
     return asyncio.run(_latencies(settings, {e.ts_ms for e in events}))
-
-
-async def _paced_produce(settings: Settings, events: list[IngressEvent], rate: int) -> None:
-    producer = AIOKafkaProducer(
-        bootstrap_servers=settings.bootstrap, linger_ms=1, **settings.kafka_client_options()
-    )
-    await producer.start()
-    try:
-        start = time.monotonic()
-        for i, event in enumerate(events):
-            due = start + i / rate
-            delay = due - time.monotonic()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            now_ms = int(time.time() * 1000)
-            value = replace(event.value, ts_ms=now_ms)
-            await producer.send(
-                settings.topic(event.topic),
-                key=event.key.encode(),
-                value=encode(value),
-                partition=partition_for_node(event.node, settings.partitions),
-                timestamp_ms=now_ms,
-            )
-        await producer.flush()
-    finally:
-        await producer.stop()
 
 
 async def _latencies(settings: Settings, since: set[int]) -> list[float]:

@@ -1,0 +1,96 @@
+"""The load of `podledger bench fold`'s latency phase: ingress events produced at a fixed rate.
+
+The producer stands for the node agents, which run on other machines; on the benchmark's machine
+it shares the cores with the fold worker, its native core and the broker. So it runs in a process
+of its own at a lower priority (PACER_NICENESS), and sends what is due every PACE_TICK_S as one
+record batch per topic-partition. Sending a record at a time from the benchmark's own process cost
+it a third to a half of a core at 4,000-5,000 events/s on the 2-core test machine, which left the
+worker a saturated machine (docs/capacity.md). The latency is timed from the broker's append, so
+when within a tick an event was made does not count.
+
+`python -m podledger.bench.pacer FILE` is the child: FILE holds the pickled (settings, events,
+rate) that `produce_apart` wrote for it in a private temporary directory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from aiokafka import AIOKafkaProducer
+
+from podledger.config import Settings
+from podledger.delivery import DeliveryHealth, OutRecord, deliver_batched
+from podledger.errors import UserError
+from podledger.partitioner import partition_for_node
+from podledger.schemas import encode
+from podledger.workload import IngressEvent
+
+PACE_TICK_S = 0.005
+PACER_NICENESS = 10
+
+
+def produce_apart(settings: Settings, events: list[IngressEvent], rate: int) -> None:
+    """Produce `events` at `rate` per second from a child process at PACER_NICENESS; returns when
+    every one is acknowledged."""
+    with tempfile.TemporaryDirectory(prefix="podledger-bench-pacer-") as folder:
+        load = Path(folder) / "load.pickle"
+        load.write_bytes(pickle.dumps((settings, events, rate)))
+        done = subprocess.run(
+            [sys.executable, "-m", "podledger.bench.pacer", str(load)], stdin=subprocess.DEVNULL, check=False
+        )
+    if done.returncode != 0:
+        raise UserError(f"the latency phase's producer exited with {done.returncode}")
+
+
+async def paced_produce(settings: Settings, events: list[IngressEvent], rate: int) -> None:
+    """Send `events` to their topics at `rate` per second, what is due in ticks of PACE_TICK_S."""
+    producer = AIOKafkaProducer(
+        bootstrap_servers=settings.bootstrap, linger_ms=0, **settings.kafka_client_options()
+    )
+    await producer.start()
+
+    async def client() -> AIOKafkaProducer:
+        return producer
+
+    health = DeliveryHealth()
+    ticks: list[asyncio.Task[list[int]]] = []
+    try:
+        start, sent = time.monotonic(), 0
+        while sent < len(events):
+            due = min(len(events), int((time.monotonic() - start) * rate) + 1)
+            if due > sent:
+                now_ms = int(time.time() * 1000)
+                records = [
+                    OutRecord(
+                        settings.topic(e.topic),
+                        partition_for_node(e.node, settings.partitions),
+                        e.key.encode(),
+                        encode(replace(e.value, ts_ms=now_ms)),
+                    )
+                    for e in events[sent:due]
+                ]
+                # Batches of a topic-partition queue in order behind the tick before (aiokafka).
+                ticks.append(asyncio.ensure_future(deliver_batched(records, client, health)))
+                sent = due
+            await asyncio.sleep(PACE_TICK_S)
+        await asyncio.gather(*ticks)
+    finally:
+        await producer.stop()
+
+
+def main(path: str) -> None:
+    os.nice(PACER_NICENESS)
+    settings, events, rate = pickle.loads(Path(path).read_bytes())
+    asyncio.run(paced_produce(settings, events, rate))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
