@@ -71,7 +71,7 @@ class Settings:
     hold_max_ms: int = 60_000  # longest an event waits for its pod's announcement (event time)
     # The native fold core (streams/foldcore/, built by `make install`), for `podledger fold` and
     # the live fold worker's batches: "auto" uses it when it is installed, "off" always folds in
-    # Python, anything else is the core's path. With a keyring the live fold stays in Python.
+    # Python, anything else is the core's path.
     fold_core: str = "auto"
     fold_batch_size: int = 500  # events folded per batch (outputs acknowledged once per batch)
     fold_batch_ms: int = 0  # longest wait to fill a batch (0: what is fetched; it grows under load)

@@ -24,15 +24,7 @@ func TestServeFoldsProvenInputs(t *testing.T) {
 	if !a.ok {
 		t.Fatal(a.reason)
 	}
-	var journal []testOutput
-	for _, o := range a.outputs {
-		if o.kind == outputJournal {
-			t.Fatalf("a proven input's journal entry without its proof: %s", o.value)
-		}
-		if o.kind == outputProvenJournal {
-			journal = append(journal, o)
-		}
-	}
+	journal := provenJournal(t, a)
 	if len(journal) != 2 || journal[0].node != "n1" || journal[0].seq != 7 || journal[1].seq != 8 ||
 		!bytes.HasPrefix(journal[0].value, []byte(`{"type":"pod-updates:ADD","topic":"pod-updates"`)) {
 		t.Fatalf("journal entries %+v", journal)
@@ -90,6 +82,21 @@ func TestServeGivesUpWherePythonRefusesAProof(t *testing.T) {
 	}
 }
 
+// provenJournal is the answer's journal entries, each of which must carry its input's proof.
+func provenJournal(t *testing.T, a testAnswer) []testOutput {
+	t.Helper()
+	var journal []testOutput
+	for _, o := range a.outputs {
+		if o.kind == outputJournal {
+			t.Fatalf("a proven input's journal entry without its proof: %s", o.value)
+		}
+		if o.kind == outputProvenJournal {
+			journal = append(journal, o)
+		}
+	}
+	return journal
+}
+
 // withNode is the input with its proof naming another writer.
 func withNode(i testInput, node string) testInput {
 	i.proof.node = node
@@ -120,13 +127,8 @@ func TestServeHoldsProvenEvents(t *testing.T) {
 		t.Fatal(a.reason)
 	}
 	var seqs []uint64
-	for _, o := range a.outputs {
-		if o.kind == outputJournal {
-			t.Fatalf("a journal entry without its proof: %s", o.value)
-		}
-		if o.kind == outputProvenJournal {
-			seqs = append(seqs, o.seq)
-		}
+	for _, o := range provenJournal(t, a) {
+		seqs = append(seqs, o.seq)
 	}
 	if fmt.Sprint(seqs) != "[7 5 6]" {
 		t.Fatalf("journal sequence numbers %v", seqs)
