@@ -98,7 +98,10 @@ class Forged(Exception):
 
 def _claim(headers: Headers) -> tuple[str, int, dict[str, bytes]]:
     pairs = headers.items() if isinstance(headers, Mapping) else headers
-    found = {name: value for name, value in pairs if name.startswith("podledger-")}
+    # A header may have a null value (the consumer gives None): such a header proves nothing.
+    found = {
+        name: value for name, value in pairs if name.startswith("podledger-") and isinstance(value, bytes)
+    }
     raw_node, raw_seq = found.get(HEADER_NODE), found.get(HEADER_SEQ)
     if raw_node is None or raw_seq is None or len(raw_seq) != 8:
         raise Forged("the record carries no proof of origin (podledger-node/-seq/-mac headers)")

@@ -55,8 +55,10 @@ func (s *Server) applyProven(record *Record, at Coordinates, ev *Event, proof *o
 			at.Topic, proof.seq, record.seqs.offsets[t])
 	}
 	s.proof = proof
-	s.apply(record, at, ev)
-	s.proof = nil
+	func() {
+		defer func() { s.proof = nil }() // also when apply gives up: the next event may have none
+		s.apply(record, at, ev)
+	}()
 	if after := s.fold.Records[ev.UID]; after != nil {
 		after.seqs.offsets[t], after.seqs.seen[t] = proof.seq, true
 		shape := s.shapes[ev.UID]

@@ -82,6 +82,23 @@ func TestServeGivesUpWherePythonRefusesAProof(t *testing.T) {
 	}
 }
 
+func TestServeForgetsAProofWhenItGivesUp(t *testing.T) {
+	s := NewServer(DefaultMaxEventBytes)
+	if a := foldBatch(t, s, []testInput{proven(TopicPodUpdates, 10, 1, podUpdate("ADD", podA, 1), 7)}); !a.ok {
+		t.Fatal(a.reason)
+	}
+	// n2 proves its own record, which speaks for n1's pod: the core gives up while applying it.
+	foreign := proven(TopicPleg, 20, 2, strings.Replace(pleg("a", "running", 2), `"node":"n1"`, `"node":"n2"`, 1), 8)
+	if a := foldBatch(t, s, []testInput{withNode(foreign, "n2")}); a.ok {
+		t.Fatal("a foreign event folded")
+	}
+	// The next batch has no proofs (a worker without a keyring): nothing of n2's proof is left.
+	b := foldBatch(t, s, []testInput{in(TopicPodUpdates, 11, 3, podUpdate("ADD", podB, 3))})
+	if !b.ok || b.outputs[0].kind != outputJournal || bytes.Contains(b.changed[0].record, []byte("seqs")) {
+		t.Fatalf("after a give-up: %s %+v %s", b.reason, b.outputs[0], b.changed[0].record)
+	}
+}
+
 // provenJournal is the answer's journal entries, each of which must carry its input's proof.
 func provenJournal(t *testing.T, a testAnswer) []testOutput {
 	t.Helper()

@@ -299,8 +299,9 @@ def signed_inputs(pods: int, events: int, seed: int) -> tuple[Inputs, dict[str, 
     """A workload whose every record is signed by its node (sequence numbers rising per node as
     Signer makes them), the first 30 pods announced only after 400 other records (their events
     before it are held with their proofs), plus the records an attacker adds: an earlier record of
-    a node sent again later (`replayed`), one signed with a key not on the keyring and one whose MAC
-    does not match its value (both `forged`). Returns the inputs and the fold's keyring."""
+    a node sent again later (`replayed`), one signed with a key not on the keyring, one whose MAC
+    does not match its value and one whose MAC header is null (all three `forged`). Returns the
+    inputs and the fold's keyring."""
     rows = [
         (e.topic, e.node, encode(e.value)) for e in workload(pods, events, nodes=6, seed=seed, start_ms=T0)
     ]
@@ -330,6 +331,9 @@ def signed_inputs(pods: int, events: int, seed: int) -> tuple[Inputs, dict[str, 
     at, m = signed[2 * len(signed) // 3]
     tampered = (m.value or b"").replace(b'"ts_ms":', b'"ts_ms":1', 1)
     signed.insert(2 * len(signed) // 3 + 50, again(at, Message(m.key, tampered, m.headers)))
+    at, m = signed[3 * len(signed) // 4]  # a null MAC header (Kafka allows null header values)
+    nulled = [(name, None if name == "podledger-mac" else value) for name, value in m.headers]
+    signed.insert(3 * len(signed) // 4 + 50, again(at, m, nulled))
     return signed, keyring
 
 
@@ -342,9 +346,9 @@ def test_the_core_folds_proven_batches_as_the_python_fold_does(core_path: str) -
     python, native = both(core_path, inputs, 60, ahead=True, keyring=keyring)
     assert_same(python, native)
     batches = (len(inputs) + 59) // 60
-    assert batches - 3 <= native.native < batches  # the three batches with an attack in Python
+    assert batches - 4 <= native.native < batches  # the four batches with an attack in Python
     letters = [orjson.loads(w[3])["reason"] for w in native.written if w[0] == Topic.DEAD_LETTER and w[3]]
-    assert sorted(letters) == ["forged", "forged", "replayed"]
+    assert sorted(letters) == ["forged", "forged", "forged", "replayed"]
     journal_headers = [dict(w[4]) for w in native.written if w[0] == Topic.JOURNAL]
     assert all("podledger-node" in h and "podledger-seq" in h for h in journal_headers)
     assert all(b'"seqs":{' in raw for raw in native.state.values())

@@ -105,6 +105,9 @@ def only_dead_letter(outputs: list[Any], reason: str) -> str:
         ("node-a's valid proof, event claims node-b", "speaks for node 'node-b'"),
         ("node-a's valid proof, event claims node-a", "bound to 'node-b'"),
         ("node-b's proof on node-a's partition", "writes to partition"),
+        # A header with a null value (Kafka allows it): the MAC is missing, not a crash of the fold.
+        ("node-b's node and sequence, a null MAC", "MAC does not match"),
+        ("a null node", "no proof of origin"),
     ],
 )
 def test_forged_terminated_for_another_nodes_pod_changes_nothing(attack: str, detail: str) -> None:
@@ -120,6 +123,11 @@ def test_forged_terminated_for_another_nodes_pod_changes_nothing(attack: str, de
     elif attack == "node-a's valid proof, event claims node-a":
         event = terminated("node-a")
         partition_of = "node-a"
+    elif attack in ("node-b's node and sequence, a null MAC", "a null node"):
+        nulled = "podledger-mac" if "MAC" in attack else "podledger-node"
+        headers = [
+            (n, None if n == nulled else v) for n, v in sign(B, Topic.POD_LIFECYCLE, 5, UID.encode(), b"")
+        ]
     elif attack == "node-b's proof on node-a's partition":
         signer, partition_of = B, "node-a"
         if partition_for_node("node-a", PARTITIONS) == partition_for_node("node-b", PARTITIONS):
