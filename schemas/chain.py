@@ -55,7 +55,7 @@ def read_link(headers: Headers) -> tuple[bytes, bytes] | None:
         return None
     try:
         prev, digest = bytes.fromhex(found[PREV_HEADER].decode()), bytes.fromhex(found[HASH_HEADER].decode())
-    except (KeyError, ValueError, UnicodeDecodeError) as exc:
+    except (KeyError, ValueError, UnicodeDecodeError, AttributeError) as exc:  # AttributeError: a null value
         raise ValueError(f"malformed chain headers: {exc}") from None
     if len(prev) != 32 or len(digest) != 32:
         raise ValueError("malformed chain headers: not 32-byte hashes")

@@ -5,6 +5,7 @@ the batch's sealing of its outputs (streams/batch.py seal)."""
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 import pytest
 
@@ -54,7 +55,8 @@ def test_link_headers_round_trip_and_malformed_ones_are_refused() -> None:
     }
     assert read_link([("other", b"x"), *headers]) == (GENESIS, digest)
     assert read_link([("other", b"x")]) is None
-    for bad in ([("podledger-hash", digest.hex().encode())], [("podledger-prev", b"zz"), headers[1]]):
+    nulled: list[tuple[str, Any]] = [("podledger-prev", None), headers[1]]  # Kafka allows null values
+    for bad in ([("podledger-hash", digest.hex().encode())], [("podledger-prev", b"zz"), headers[1]], nulled):
         with pytest.raises(ValueError):
             read_link(bad)
     assert chain.head_after(headers) == digest
