@@ -227,14 +227,17 @@ def test_batches_the_core_does_not_cover_fold_in_python_and_the_core_goes_on(cor
     assert {"malformed", "oversize"} <= letters
 
 
-def test_a_new_core_loaded_from_fold_state_goes_on_as_the_old_one(core_path: str) -> None:
-    inputs = workload_inputs(100, 2000, 7)
+@pytest.mark.parametrize("proven", [False, True])
+def test_a_new_core_loaded_from_fold_state_goes_on_as_the_old_one(core_path: str, proven: bool) -> None:
+    """`proven`: with a keyring, the records it loads carry sequence numbers and held events with
+    their proofs."""
+    inputs, keyring = signed_inputs(100, 2000, 7) if proven else (workload_inputs(100, 2000, 7), None)
 
     async def run() -> tuple[Loop, Loop]:
-        python = await Loop(None).run(inputs, 100)
+        python = await Loop(None, keyring=keyring).run(inputs, 100)
         first, second = new_core(core_path), new_core(core_path)
         try:
-            native = await Loop(first).run(inputs[:1000], 100)
+            native = await Loop(first, keyring=keyring).run(inputs[:1000], 100)
             # A worker that takes the partitions over restores fold-state and loads it into its core.
             assert await second.load(list(native.state.items())) == len(native.state)
             native.core = second
