@@ -15,8 +15,8 @@ type origin struct {
 	seq  int64
 }
 
-// readProof reads an input's proven node and sequence number. A number past 63 bits (which a
-// node's clock never gives) leaves the input unproven: foldInput gives up on it.
+// readProof reads an input's proven node (onto buf, after the value) and sequence number; the
+// checks are originOf's, when the input is folded.
 func (s *Server) readProof(in *serveInput) (err error) {
 	if s.buf, _, err = s.bytes(s.buf, false); err != nil {
 		return err
