@@ -174,7 +174,11 @@ async def fold_group_members(admin: AIOKafkaAdminClient, settings: Settings) -> 
 async def watch_takeover(
     settings: Settings, worker: Any, started: float, partitions: list[int]
 ) -> tuple[float, float]:
-    """(start -> assigned, assigned -> each of `partitions` folded its input), polled every 50 ms."""
+    """(start -> assigned, assigned -> each of `partitions` folded its input), polled every 50 ms.
+
+    A moment is taken when the poll that sees it begins, and the folding one when its poll ends:
+    a worker can restore and fold between two polls, and its restore is then timed as the poll
+    that saw both, never as zero."""
     admin = admin_client(settings, "podledger-bench-recovery")
     consumer = AIOKafkaConsumer(bootstrap_servers=settings.bootstrap, **settings.kafka_client_options())
     await admin.start()
@@ -186,11 +190,11 @@ async def watch_takeover(
         while time.monotonic() < deadline:
             if worker.poll() is not None:
                 raise UserError(f"the fold worker exited with {worker.returncode}")
-            now = time.monotonic()
+            polled = time.monotonic()
             if assigned is None and await fold_group_members(admin, settings):
-                assigned = now
+                assigned = polled
             if assigned is not None and all(n > 0 for n in (await consumer.end_offsets(journal)).values()):
-                return assigned - started, now - assigned
+                return assigned - started, time.monotonic() - assigned
             await asyncio.sleep(0.05)
     finally:
         await consumer.stop()
