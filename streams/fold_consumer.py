@@ -12,15 +12,23 @@ setting adds to a quiet stream's latency; a backlog fills `fetch_min_bytes` at o
 
 The settings go to aiokafka's consumer between Faust making it and starting it: the only point
 where Faust lets them in without replacing its whole consumer.
+
+The thread also rewinds differently (`seek_to_committed_or_start`). Faust drops records fetched
+while a rebalance is under way and seeks every partition back to its committed offset to read them
+again; aiokafka moves only partitions committed above 0. A partition the group never committed
+(a worker killed before its first commit) stayed where the fetcher left it, past the dropped
+records: they were never folded, and the partition's fold stalled.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import aiokafka
+from aiokafka import TopicPartition
 from faust.transport.drivers import aiokafka as faust_aiokafka
 
 
@@ -38,8 +46,23 @@ class FetchSettings:
         consumer._fetch_max_wait_ms = self.wait_ms
 
 
+async def seek_to_committed_or_start(consumer: aiokafka.AIOKafkaConsumer) -> dict[TopicPartition, int | None]:
+    """Move each assigned partition to its committed offset, or to its log's start when the group
+    committed none there (or 0); return the committed offsets (None: none), as aiokafka's
+    `seek_to_committed` does. It, alone, leaves those partitions where its fetcher is."""
+    committed: dict[TopicPartition, int | None] = await consumer.seek_to_committed()
+    unmoved = [tp for tp, offset in committed.items() if offset is None or offset <= 0]
+    if unmoved:
+        await consumer.seek_to_beginning(*unmoved)
+    return committed
+
+
 class FoldConsumerThread(faust_aiokafka.AIOKafkaConsumerThread):
-    """Faust's consumer thread, making its aiokafka consumer with the app's FetchSettings."""
+    """Faust's consumer thread, making its aiokafka consumer with the app's FetchSettings and
+    rewinding every partition it seeks back (seek_to_committed_or_start)."""
+
+    async def seek_to_committed(self) -> Mapping[TopicPartition, int | None]:
+        return await self.call_thread(seek_to_committed_or_start, self._ensure_consumer())
 
     def _create_consumer(self, loop: asyncio.AbstractEventLoop) -> aiokafka.AIOKafkaConsumer:
         consumer = super()._create_consumer(loop)
