@@ -30,6 +30,7 @@ from typing import Any
 import aiokafka
 from aiokafka import TopicPartition
 from faust.transport.drivers import aiokafka as faust_aiokafka
+from faust.types import TP
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +62,7 @@ class FoldConsumerThread(faust_aiokafka.AIOKafkaConsumerThread):
     """Faust's consumer thread, making its aiokafka consumer with the app's FetchSettings and
     rewinding every partition it seeks back (seek_to_committed_or_start)."""
 
-    async def seek_to_committed(self) -> Mapping[TopicPartition, int | None]:
+    async def seek_to_committed(self) -> Mapping[TP, int]:  # as Faust types it; None where none is committed
         return await self.call_thread(seek_to_committed_or_start, self._ensure_consumer())
 
     def _create_consumer(self, loop: asyncio.AbstractEventLoop) -> aiokafka.AIOKafkaConsumer:
