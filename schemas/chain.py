@@ -53,9 +53,12 @@ def read_link(headers: Headers) -> tuple[bytes, bytes] | None:
     found = {name: value for name, value in headers if name in (PREV_HEADER, HASH_HEADER)}
     if not found:
         return None
+    raw_prev, raw_hash = found.get(PREV_HEADER), found.get(HASH_HEADER)
+    if not isinstance(raw_prev, bytes) or not isinstance(raw_hash, bytes):  # missing, or null (Kafka allows)
+        raise ValueError("malformed chain headers: a link header is missing or has no value")
     try:
-        prev, digest = bytes.fromhex(found[PREV_HEADER].decode()), bytes.fromhex(found[HASH_HEADER].decode())
-    except (KeyError, ValueError, UnicodeDecodeError, AttributeError) as exc:  # AttributeError: a null value
+        prev, digest = bytes.fromhex(raw_prev.decode()), bytes.fromhex(raw_hash.decode())
+    except (ValueError, UnicodeDecodeError) as exc:
         raise ValueError(f"malformed chain headers: {exc}") from None
     if len(prev) != 32 or len(digest) != 32:
         raise ValueError("malformed chain headers: not 32-byte hashes")

@@ -8,8 +8,9 @@ it a third to a half of a core at 4,000-5,000 events/s on the 2-core test machin
 worker a saturated machine (docs/capacity.md). The latency is timed from the broker's append, so
 when within a tick an event was made does not count.
 
-`python -m podledger.bench.pacer FILE` is the child: FILE holds the pickled (settings, events,
-rate) that `produce_apart` wrote for it in a private temporary directory.
+The child runs `main(FILE)`: FILE holds the pickled (settings, events, rate) that `produce_apart`
+wrote for it in a private temporary directory. It imports the function rather than running this
+module with `-m`, which the package (its `__init__` imports this module) would load twice.
 """
 
 from __future__ import annotations
@@ -24,10 +25,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from aiokafka import AIOKafkaProducer
-
 from podledger.config import Settings
-from podledger.delivery import DeliveryHealth, OutRecord, deliver_batched
+from podledger.delivery import OutRecord, ProducerSlot, deliver_batched
 from podledger.errors import UserError
 from podledger.partitioner import partition_for_node
 from podledger.schemas import encode
@@ -35,6 +34,7 @@ from podledger.workload import IngressEvent
 
 PACE_TICK_S = 0.005
 PACER_NICENESS = 10
+_CHILD = "import sys; from podledger.bench.pacer import main; main(sys.argv[1])"
 
 
 def produce_apart(settings: Settings, events: list[IngressEvent], rate: int) -> None:
@@ -44,23 +44,16 @@ def produce_apart(settings: Settings, events: list[IngressEvent], rate: int) -> 
         load = Path(folder) / "load.pickle"
         load.write_bytes(pickle.dumps((settings, events, rate)))
         done = subprocess.run(
-            [sys.executable, "-m", "podledger.bench.pacer", str(load)], stdin=subprocess.DEVNULL, check=False
+            [sys.executable, "-c", _CHILD, str(load)], stdin=subprocess.DEVNULL, check=False
         )
     if done.returncode != 0:
         raise UserError(f"the latency phase's producer exited with {done.returncode}")
 
 
 async def paced_produce(settings: Settings, events: list[IngressEvent], rate: int) -> None:
-    """Send `events` to their topics at `rate` per second, what is due in ticks of PACE_TICK_S."""
-    producer = AIOKafkaProducer(
-        bootstrap_servers=settings.bootstrap, linger_ms=0, **settings.kafka_client_options()
-    )
-    await producer.start()
-
-    async def client() -> AIOKafkaProducer:
-        return producer
-
-    health = DeliveryHealth()
+    """Send `events` to their topics at `rate` per second, what is due in ticks of PACE_TICK_S,
+    through the producer the node roles publish with (ProducerSlot)."""
+    slot = ProducerSlot(settings, linger_ms=0)
     ticks: list[asyncio.Task[list[int]]] = []
     try:
         start, sent = time.monotonic(), 0
@@ -78,19 +71,15 @@ async def paced_produce(settings: Settings, events: list[IngressEvent], rate: in
                     for e in events[sent:due]
                 ]
                 # Batches of a topic-partition queue in order behind the tick before (aiokafka).
-                ticks.append(asyncio.ensure_future(deliver_batched(records, client, health)))
+                ticks.append(asyncio.ensure_future(deliver_batched(records, slot.get, slot.health)))
                 sent = due
             await asyncio.sleep(PACE_TICK_S)
         await asyncio.gather(*ticks)
     finally:
-        await producer.stop()
+        await slot.reset()
 
 
 def main(path: str) -> None:
     os.nice(PACER_NICENESS)
     settings, events, rate = pickle.loads(Path(path).read_bytes())
     asyncio.run(paced_produce(settings, events, rate))
-
-
-if __name__ == "__main__":
-    main(sys.argv[1])
