@@ -75,6 +75,9 @@ class Settings:
     fold_core: str = "auto"
     fold_batch_size: int = 500  # events folded per batch (outputs acknowledged once per batch)
     fold_batch_ms: int = 0  # longest wait to fill a batch (0: what is fetched; it grows under load)
+    # Longest a read record waits for a sibling ingress topic of its partition that the broker
+    # holds more of (so the merge by broker stamp spans fetches); 0: fold each fetch as merged.
+    fold_sync_wait_ms: int = 5_000
     # The fold consumer's fetches: answered once this many bytes wait, or after this long. A steady
     # stream then comes in a few larger fetches, not one per record (streams/fold_consumer.py).
     fold_fetch_min_bytes: int = 131_072
@@ -254,6 +257,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "hold_max_ms": (0, 86_400_000),
     "fold_batch_size": (1, 100_000),
     "fold_batch_ms": (0, 60_000),
+    "fold_sync_wait_ms": (0, 600_000),
     "fold_fetch_min_bytes": (1, 8 << 20),  # at most a partition's fetch (podledger.kafka)
     "fold_fetch_wait_ms": (0, 1_500),  # Faust's own long-poll is the most
     "watermark_ms": (100, 3_600_000),

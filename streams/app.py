@@ -111,6 +111,7 @@ class Pipeline:
                 [settings.topic(name) for name in INGRESS_TOPICS],
                 settings.fold_batch_size,
                 settings.fold_batch_ms / 1000,
+                settings.fold_sync_wait_ms / 1000,
             )
             cast(FoldApp, self.app).intake = intake
             cast(FoldApp, self.app).fetch = FetchSettings(

@@ -62,6 +62,22 @@ class FoldConsumerThread(faust_aiokafka.AIOKafkaConsumerThread):
     """Faust's consumer thread, making its aiokafka consumer with the app's FetchSettings and
     rewinding every partition it seeks back (seek_to_committed_or_start)."""
 
+    def unread(self, tp: TP) -> int | None:
+        """How many records the broker holds of `tp` past what the consumer handed over, as of the
+        last fetch response that covered it; None while that is not known (no position yet, or no
+        response yet). A partition not assigned here holds nothing to wait for: 0. Read from the
+        fetcher's partition state without a hop to the consumer thread (plain attributes)."""
+        consumer = self._consumer
+        subscription = consumer._subscription.subscription if consumer is not None else None
+        assignment = subscription.assignment if subscription is not None else None
+        state = assignment.state_value(tp) if assignment is not None else None
+        if state is None:
+            return 0
+        end = state.lso if self.consumer.in_transaction else state.highwater
+        if end is None or not state.has_valid_position:
+            return None
+        return max(end - state.position, 0)
+
     async def seek_to_committed(self) -> Mapping[TP, int]:  # as Faust types it; None where none is committed
         return await self.call_thread(seek_to_committed_or_start, self._ensure_consumer())
 
@@ -74,6 +90,12 @@ class FoldConsumerThread(faust_aiokafka.AIOKafkaConsumerThread):
 
 
 class FoldConsumer(faust_aiokafka.Consumer):
+    _thread: FoldConsumerThread
+
+    def unread(self, tp: TP) -> int | None:
+        """FoldConsumerThread.unread."""
+        return self._thread.unread(tp)
+
     def _new_consumer_thread(self) -> faust_aiokafka.AIOKafkaConsumerThread:
         return FoldConsumerThread(self, loop=self.loop, beacon=self.beacon)
 

@@ -34,12 +34,15 @@ from mode import Service
 from mode.utils.objects import cached_property
 from mode.utils.queues import FlowControlQueue
 
-from podledger.streams.arrival import arrival_order, gaps, slices
+from podledger.streams.arrival import WaitingRoom, arrival_order, gaps, slices
 from podledger.streams.fold_consumer import FetchSettings, fold_transport
 
 log = logging.getLogger(__name__)
 
 QUEUED_BATCHES = 4  # fetched batches waiting for the fold: the fetcher stops fetching past this
+# Read records that may wait for a sibling topic, per partition, in batches: past this many the
+# partition's records go to the fold as merged, so a sibling far behind costs order, not memory.
+WAITING_BATCHES = 20
 ROOM_POLL_S = 0.005
 
 
@@ -71,12 +74,15 @@ class Intake:
         topics: Sequence[str],
         batch_size: int,
         within_s: float,
+        sync_wait_s: float,
     ) -> None:
         self.app = app
         self.topics = frozenset(topics)  # the ingress topics' Kafka names, in fold order
         self.rank = {name: n for n, name in enumerate(topics)}
         self.batch_size = batch_size
         self.within_s = within_s
+        # Read records wait here while a sibling topic of their partition is behind (arrival.py).
+        self.waiting: WaitingRoom[TP, Any] = WaitingRoom(self.rank, sync_wait_s, WAITING_BATCHES * batch_size)
         self._queue: FlowControlQueue[Fetched] | None = None
         self._carry: Fetched | None = None  # taken from the queue but past the batch size
 
@@ -92,17 +98,18 @@ class Intake:
         """Fetch until the consumer or `fetcher` stops (the body of IntakeFetcher's task)."""
         consumer: Any = self.app.consumer
         while not (consumer.should_stop or fetcher.should_stop):
-            records, active = await consumer._wait_next_records(1.0)
-            if not records or consumer.should_stop:
+            records, active = await consumer._wait_next_records(self._fetch_wait_s())
+            if consumer.should_stop or not (records or self.waiting.runs):
                 continue
             if not consumer.flow_active:  # a rebalance began: read these again from the commits
+                self.waiting.clear()
                 await consumer.perform_seek()
                 continue
             # Tagged with the generation they are read in: a later rebalance seeks back to the
             # committed offsets, and the fold drops what is still queued from before it.
             generation = self.app.consumer_generation_id
             ours: dict[Any, Sequence[Any]] = {}
-            for tp, batch in records.items():
+            for tp, batch in (records or {}).items():
                 if active is not None and tp not in active and tp not in consumer._buffered_partitions:
                     continue  # paused or revoked while fetching (Faust's getmany skips them too)
                 batch = await self._read(consumer, tp, batch)
@@ -112,9 +119,28 @@ class Intake:
                     ours[tp] = batch
                 else:
                     await self._to_conductor(consumer, tp, batch)
-            for part in slices(arrival_order(ours, self.rank), self.batch_size):
+            ready = self.waiting.ready(ours, generation, time.monotonic(), self._behind)
+            for part in slices(arrival_order(ready, self.rank), self.batch_size):
                 await self._room(consumer, fetcher)
                 await self.queue.put(Fetched(part, generation))
+
+    def _fetch_wait_s(self) -> float:
+        """How long one wait for records may last: a second, or until a waiting record is due."""
+        due = self.waiting.deadline()
+        if due is None:
+            return 1.0
+        return min(max(due + self.waiting.wait_s - time.monotonic(), 0.0), 1.0)
+
+    def _behind(self, partition: int) -> list[TP]:
+        """The partition's ingress topic-partitions the broker holds more of than was read (or may)."""
+        consumer: Any = self.app.consumer
+        out = []
+        for topic in self.topics:
+            tp = TP(topic, partition)
+            unread = consumer.unread(tp)
+            if unread is None or unread > 0:
+                out.append(tp)
+        return out
 
     async def _room(self, consumer: Any, fetcher: Service) -> None:
         """Wait while QUEUED_BATCHES batches wait for the fold (the broker keeps the rest). Polled:

@@ -14,6 +14,7 @@ from aiokafka.errors import MessageSizeTooLargeError
 
 from podledger.config import Settings
 from podledger.delivery import DeliveryHealth, OutRecord, deliver_batched
+from podledger.schemas import decode, encode
 from podledger.streams.topics import ensure_topics, start_admin
 from podledger.types import INGRESS_TOPICS, Topic
 from podledger.workload import produce, workload
@@ -208,3 +209,28 @@ def test_faust_commits_the_fold_input_offsets_once_the_batches_are_stored(
         inputs = orjson.loads(markers[tp.partition])["inputs"]
         topic = tp.topic[len(settings.topic_prefix) :]
         assert inputs[topic] >= offset - 1  # stored before committed
+
+
+def test_a_pod_update_is_folded_after_the_events_it_follows_when_they_span_fetches(
+    settings: Settings, podledger_process
+) -> None:
+    """A fetch returns at most max.partition.fetch.bytes (1 MiB) of each topic-partition. A pod
+    whose PLEG events fill two such fetches and which is then removed: the removal, already
+    fetched in full from pod-updates, waits for the PLEG events the first fetch did not reach,
+    so every event is applied to the pod before its removal and none is given up as unknown."""
+    asyncio.run(ensure_topics(settings))
+    events = list(workload(1, 12000, nodes=1, seed=7, remove_at_end=True))
+    pleg_bytes = sum(len(encode(e.value)) for e in events if e.topic == Topic.PLEG)
+    assert pleg_bytes > 1 << 21  # two fetches at the least
+    # All on the broker before the fold's first fetch. The announcement and the removal are sent
+    # apart: one produce request appends a whole batch under one broker stamp, so sent together
+    # they could share a stamp with thousands of the pod's events (or come after them).
+    for part in (events[:1], events[1:-1], events[-1:]):
+        asyncio.run(produce(settings, part))
+    proc = podledger_process(["run", "--roles", "fold"], env=podledger_env(settings, None))
+    journal = wait_for_topic(settings, "journal", len(events), timeout=90, alive=proc)
+    entries = [decode(Topic.JOURNAL, value) for _, _, value in journal]
+    assert len(entries) == len(events)
+    assert entries[-1].topic == Topic.POD_UPDATES and entries[-1].event["op"] == "REMOVE"
+    assert entries[0].topic == Topic.POD_UPDATES and entries[0].event["op"] == "ADD"
+    assert not asyncio.run(read_records(settings, Topic.DEAD_LETTER))

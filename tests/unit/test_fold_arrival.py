@@ -8,7 +8,7 @@ from typing import NamedTuple
 import pytest
 
 from podledger.schemas import encode
-from podledger.streams.arrival import arrival_order, gaps, slices
+from podledger.streams.arrival import WaitingRoom, arrival_order, gaps, ready_counts, slices
 from podledger.streams.batch import BatchFold
 from podledger.streams.fold import DEFAULT_HOLD, Coordinates, PodRecord
 from podledger.types import INGRESS_TOPICS
@@ -144,3 +144,126 @@ def test_slices(items: list[int], size: int, expected: list[list[int]]) -> None:
 )
 def test_gaps(last_read: int | None, offsets: list[int], expected: list[tuple[int, int]]) -> None:
     assert gaps(last_read, offsets) == expected
+
+
+class TP(NamedTuple):
+    topic: str
+    partition: int
+
+
+def counts(read: dict[TP, list[Rec]], behind: set[TP]) -> dict[tuple[str, int], int]:
+    return {(tp.topic, tp.partition): n for tp, n in ready_counts(read, behind, RANK).items()}
+
+
+PLEG0, UPDATES0, PROBES0 = TP("pleg", 0), TP("pod-updates", 0), TP("probe-results", 0)
+
+
+@pytest.mark.parametrize(
+    ("read", "behind", "expected"),
+    [
+        pytest.param(
+            {PLEG0: run("pleg", 0, [10, 20]), UPDATES0: run("pod-updates", 0, [5, 30])},
+            set(),
+            {("pleg", 0): 2, ("pod-updates", 0): 2},
+            id="nothing behind: all ready",
+        ),
+        pytest.param(
+            {PLEG0: run("pleg", 0, [10, 20]), UPDATES0: run("pod-updates", 0, [5, 19, 20, 30])},
+            {PLEG0},
+            {("pleg", 0): 2, ("pod-updates", 0): 3},
+            id="a sibling behind bounds the others at its last stamp (pod-updates ranks first)",
+        ),
+        pytest.param(
+            {PLEG0: run("pleg", 0, [10, 20]), PROBES0: run("probe-results", 0, [19, 20, 21])},
+            {PLEG0},
+            {("pleg", 0): 2, ("probe-results", 0): 1},
+            id="an equal stamp of a topic ranked after the sibling waits",
+        ),
+        pytest.param(
+            {UPDATES0: run("pod-updates", 0, [5, 30])},
+            {PLEG0},
+            {("pod-updates", 0): 0},
+            id="a sibling behind with nothing read holds everything",
+        ),
+        pytest.param(
+            {PLEG0: run("pleg", 0, [10, 20, 40])},
+            {PLEG0},
+            {("pleg", 0): 3},
+            id="a topic never waits for itself",
+        ),
+        pytest.param(
+            {PLEG0: run("pleg", 0, [10, 20]), UPDATES0: run("pod-updates", 0, [50])},
+            {PLEG0, PROBES0},
+            {("pleg", 0): 0, ("pod-updates", 0): 0},
+            id="two siblings behind: the lower bound holds",
+        ),
+        pytest.param(
+            {TP("pod-updates", 1): run("pod-updates", 1, [50])},
+            {PLEG0},
+            {("pod-updates", 1): 1},
+            id="another partition's topic bounds nothing",
+        ),
+        pytest.param(
+            {PLEG0: run("pleg", 0, [50, 10]), UPDATES0: run("pod-updates", 0, [40, 55])},
+            {PLEG0},
+            {("pleg", 0): 2, ("pod-updates", 0): 1},
+            id="a stamp that goes back counts as the highest before it",
+        ),
+    ],
+)
+def test_ready_counts(
+    read: dict[TP, list[Rec]], behind: set[TP], expected: dict[tuple[str, int], int]
+) -> None:
+    assert counts(read, behind) == expected
+
+
+def test_a_removal_read_ahead_waits_for_the_events_the_broker_took_before_it() -> None:
+    """The case: one fetch reads pod-updates to its end (the pod's ADD and REMOVE) but PLEG only
+    to its size limit; the next fetch reads the rest of PLEG. Folded fetch by fetch, the REMOVE
+    would go before PLEG events stamped earlier; through the room it goes last."""
+    room: WaitingRoom[TP, Rec] = WaitingRoom(RANK, wait_s=5.0, cap=1000)
+    pleg = run("pleg", 0, [2, 3, 4, 5, 6])
+    updates = run("pod-updates", 0, [1, 7])
+    first = room.ready({UPDATES0: updates, PLEG0: pleg[:2]}, 1, now=0.0, behind=lambda p: {PLEG0})
+    assert as_pairs(arrival_order(first, RANK)) == [("pod-updates", 0), ("pleg", 0), ("pleg", 1)]
+    assert room.deadline() == 0.0
+    second = room.ready({PLEG0: pleg[2:]}, 1, now=0.1, behind=lambda p: set())
+    assert as_pairs(arrival_order(second, RANK)) == [
+        ("pleg", 2),
+        ("pleg", 3),
+        ("pleg", 4),
+        ("pod-updates", 1),
+    ]
+    assert not room.runs and room.deadline() is None
+
+
+def test_a_sibling_that_stays_behind_delays_a_partition_only_so_long() -> None:
+    room: WaitingRoom[TP, Rec] = WaitingRoom(RANK, wait_s=5.0, cap=1000)
+    updates = run("pod-updates", 0, [1, 2])
+    assert room.ready({UPDATES0: updates}, 1, now=10.0, behind=lambda p: {PLEG0}) == {}
+    assert room.ready({}, 1, now=14.9, behind=lambda p: {PLEG0}) == {}
+    assert room.ready({}, 1, now=15.0, behind=lambda p: {PLEG0}) == {UPDATES0: updates}
+
+
+def test_past_the_cap_a_partition_goes_to_the_fold_as_merged() -> None:
+    room: WaitingRoom[TP, Rec] = WaitingRoom(RANK, wait_s=5.0, cap=3)
+    assert (
+        room.ready({UPDATES0: run("pod-updates", 0, [1, 2, 3])}, 1, now=0.0, behind=lambda p: {PLEG0}) == {}
+    )
+    ready = room.ready({UPDATES0: run("pod-updates", 0, [4], first=3)}, 1, now=0.0, behind=lambda p: {PLEG0})
+    assert [r.offset for r in ready[UPDATES0]] == [0, 1, 2, 3]
+
+
+def test_what_waited_in_an_earlier_generation_is_dropped() -> None:
+    """A rebalance rewinds the partitions to their commits: what waited is read again."""
+    room: WaitingRoom[TP, Rec] = WaitingRoom(RANK, wait_s=5.0, cap=1000)
+    room.ready({UPDATES0: run("pod-updates", 0, [1])}, 1, now=0.0, behind=lambda p: {PLEG0})
+    ready = room.ready({PLEG0: run("pleg", 0, [2])}, 2, now=0.1, behind=lambda p: set())
+    assert as_pairs(arrival_order(ready, RANK)) == [("pleg", 0)]
+    assert not room.runs
+
+
+def test_a_zero_wait_holds_nothing() -> None:
+    room: WaitingRoom[TP, Rec] = WaitingRoom(RANK, wait_s=0.0, cap=1000)
+    updates = run("pod-updates", 0, [1, 2])
+    assert room.ready({UPDATES0: updates}, 1, now=0.0, behind=lambda p: {PLEG0}) == {UPDATES0: updates}
