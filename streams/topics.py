@@ -8,12 +8,14 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from aiokafka import TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import KafkaConnectionError, KafkaError
 
 from podledger.config import Settings
 from podledger.errors import UserError
+from podledger.kafka import new_consumer
 from podledger.types import Topic
 
 DAY_MS = 86_400_000
@@ -154,6 +156,7 @@ async def ensure_topics(settings: Settings) -> list[TopicChange]:
         created = [c.topic for c in changes]
         if created:
             await _until(lambda: _topics_listed(admin, created), "new topics to appear in the metadata")
+            await _until_led(settings, created)
         present = [name for name in wanted if name in existing]
         if rf == 1 and not _is_loopback(settings.bootstrap):
             changes.append(
@@ -225,6 +228,25 @@ async def _until(check: Callable[[], Awaitable[bool]], what: str, timeout: float
 
 async def _topics_listed(admin: AIOKafkaAdminClient, names: list[str]) -> bool:
     return set(names) <= set(await admin.list_topics())
+
+
+async def _until_led(settings: Settings, names: list[str], timeout: float = 30.0) -> None:
+    """Wait until the leader of every partition of the new topics `names` answers for it. A new
+    topic is listed, its leader named, a moment before that leader takes requests: a write sent
+    then is refused and retried, and lands after writes to other topics sent later than it."""
+    consumer = new_consumer(settings)
+    await consumer.start()
+    try:
+        async with asyncio.timeout(timeout):
+            await consumer.end_offsets(
+                [TopicPartition(n, p) for n in names for p in range(settings.partitions)]
+            )
+    except TimeoutError:
+        raise UserError(
+            f"the broker did not take requests for the new topics within {timeout:.0f}s"
+        ) from None
+    finally:
+        await consumer.stop()
 
 
 async def _configs_match(admin: AIOKafkaAdminClient, wanted: dict[str, dict[str, str]]) -> bool:
