@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 
 import pytest
+from aiokafka import AIOKafkaProducer
 
 from podledger.config import Settings
 from podledger.errors import UserError
@@ -118,3 +120,29 @@ def test_min_insync_replicas_follows_the_replication_factor() -> None:
     assert [spec.configs(rf)["min.insync.replicas"] for rf in (1, 2, 3, 5)] == ["1", "2", "2", "2"]
     assert _is_loopback("127.0.0.1:9092,localhost:9093,[::1]:9094")
     assert not _is_loopback("127.0.0.1:9092,kafka:9092")
+
+
+def test_new_topics_take_writes_as_soon_as_they_are_created(
+    settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A write to a partition whose leader does not take requests yet is refused and retried, and
+    lands after writes to other topics sent later than it: the fold would see them out of order."""
+
+    async def write_everywhere() -> None:
+        producer = AIOKafkaProducer(bootstrap_servers=settings.bootstrap, acks="all")
+        await producer.start()
+        try:
+            sent = [
+                await producer.send(settings.topic(spec.name), b"x", key=b"k", partition=p)
+                for spec in ALL_TOPICS
+                for p in range(settings.partitions)
+            ]
+            await asyncio.gather(*sent)
+        finally:
+            await producer.stop()
+
+    asyncio.run(ensure_topics(settings))
+    with caplog.at_level(logging.WARNING, logger="aiokafka"):
+        asyncio.run(write_everywhere())
+    refused = [r.getMessage() for r in caplog.records if "error produce response" in r.getMessage()]
+    assert not refused
