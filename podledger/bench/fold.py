@@ -26,6 +26,7 @@ from podledger.bench.harness import (
     stop_service,
     topic_count,
     worker_gc,
+    worker_gc_seconds,
 )
 from podledger.bench.offline import bench_offline
 from podledger.bench.pacer import produce_apart
@@ -65,6 +66,8 @@ class FoldFigures:
     events_per_cpu_s: float = float("nan")  # one worker's events per second of its own CPU time
     gc_full_passes: int = 0  # the worker's full collector passes over the run ...
     gc_longest_ms: float = float("nan")  # ... and its longest collector pause (it stalls the loop)
+    latency_gc_full_passes: int = 0  # the worker's full passes during the latency phase ...
+    latency_gc_ms: float = float("nan")  # ... and the ms all its passes stalled it then
     native_share: float = -1.0  # the share of the worker's batches its native core folded (-1: no core)
     python_events_per_s: float = float("nan")  # one worker folding in Python, same backlog, same run
     proven_events_per_s: float = float("nan")  # one worker checking proofs of origin (a keyring), ditto
@@ -88,6 +91,7 @@ class FoldFigures:
             f" offline_core_events_per_cpu_s={self.offline_core_events_per_cpu_s:.0f}"
             f" native_share={self.native_share:.3f} python_events_per_s={self.python_events_per_s:.0f}"
             f" proven_events_per_s={self.proven_events_per_s:.0f}"
+            f" latency_gc_full_passes={self.latency_gc_full_passes} latency_gc_ms={self.latency_gc_ms:.1f}"
         )
 
 
@@ -125,10 +129,18 @@ def bench_fold(
         figures.latency_rate = rate
         if rate > 0 and latency_seconds > 0:
             settle_disk()
+            full_before, gc_before = worker_gc_seconds(health_port)
             latencies = measure_latency(settings, worker, pods, rate, latency_seconds)
+            full_after, gc_after = worker_gc_seconds(health_port)
+            figures.latency_gc_full_passes = full_after - full_before
+            figures.latency_gc_ms = (gc_after - gc_before) * 1000
             figures.latency_samples = len(latencies)
             figures.p50_ms, figures.p99_ms = percentile(latencies, 50), percentile(latencies, 99)
-            say(f"latency at {rate}/s: p50 {figures.p50_ms:.1f} ms, p99 {figures.p99_ms:.1f} ms")
+            say(
+                f"latency at {rate}/s: p50 {figures.p50_ms:.1f} ms, p99 {figures.p99_ms:.1f} ms;"
+                f" the collector stalled the worker {figures.latency_gc_ms:.0f} ms"
+                f" ({figures.latency_gc_full_passes} full passes)"
+            )
         figures.rss_mb = peak_rss_mb(worker.pid)
         figures.gc_full_passes, figures.gc_longest_ms = worker_gc(health_port)
         figures.native_share = native_share(health_port)

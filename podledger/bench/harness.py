@@ -137,6 +137,14 @@ def worker_gc(port: int) -> tuple[int, float]:
     return full, max(pauses, default=0.0) * 1000
 
 
+def worker_gc_seconds(port: int) -> tuple[int, float]:
+    """A worker's full collector passes so far and the seconds all its passes stalled it."""
+    samples = worker_metrics(port)
+    full = int(samples.get('podledger_gc_passes_total{generation="2"}', 0))
+    seconds = sum(v for name, v in samples.items() if name.startswith("podledger_gc_pause_seconds_total{"))
+    return full, seconds
+
+
 def native_share(port: int) -> float:
     """The share of a fold worker's batches its native fold core folded; -1 without a core."""
     samples = worker_metrics(port)

@@ -63,7 +63,9 @@ def test_bench_fold_with_workers_keeps_its_keys_and_adds_the_scaling(kafka_boots
         # The worker folded with the native core (its /metrics), and the same backlog in Python.
         rf" native_share=(0\.\d+|1\.000) python_events_per_s=[1-9]\d*"
         # And once more with every record signed and the worker checking proofs of origin.
-        rf" proven_events_per_s=[1-9]\d*",
+        rf" proven_events_per_s=[1-9]\d*"
+        # No latency phase (--rate 0): no collector figures of one.
+        rf" latency_gc_full_passes=0 latency_gc_ms=nan",
         last,
     )
     assert match, result.stdout
@@ -90,6 +92,8 @@ def test_bench_fold_measures_latency_at_half_the_drained_rate(kafka_bootstrap: s
     # Every version of the phase's events was measured, from a pod-status record the worker wrote.
     p50, p99 = float(figures["p50_ms"]), float(figures["p99_ms"])
     assert 0 <= p50 <= p99
+    # The worker's collector during the phase, from its /metrics before and after it (nan: not read).
+    assert int(figures["latency_gc_full_passes"]) >= 0 and float(figures["latency_gc_ms"]) >= 0
     assert "synced the backlog's writes to disk" in result.stderr  # the phase began after the sync
     assert f"versions at {offered:,} events/s offered" in result.stdout
 
