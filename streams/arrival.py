@@ -140,9 +140,9 @@ class WaitingRoom(Generic[PartitionT, RecordT]):
 
     Waiting has two limits, so a sibling that stays behind (its leader gone, say) delays a partition
     but never stops it: once a partition's oldest waiting record has waited `wait_s`, or more than
-    `cap` of its records wait, all of them are ready, in the merge of what was read. Records read in
-    another consumer generation are dropped: a rebalance rewinds the partitions to their committed
-    offsets (streams/fold_consumer.py), and they are read again."""
+    `cap` of its records would go on waiting, all of them are ready, in the merge of what was read.
+    Records read in another consumer generation are dropped: a rebalance rewinds the partitions to
+    their committed offsets (streams/fold_consumer.py), and they are read again."""
 
     rank: Mapping[str, int]
     wait_s: float
@@ -180,14 +180,13 @@ class WaitingRoom(Generic[PartitionT, RecordT]):
             by_partition.setdefault(tp.partition, []).append(tp)
         out: dict[PartitionT, Sequence[RecordT]] = {}
         for partition, tps in by_partition.items():
-            waited = min(self.read_at[tp][0] for tp in tps)
-            overdue = now - waited >= self.wait_s or sum(len(self.runs[tp]) for tp in tps) > self.cap
             waiting = {tp: self.runs[tp] for tp in tps}
-            counts = (
-                {tp: len(run) for tp, run in waiting.items()}
-                if overdue
-                else ready_counts(waiting, behind(partition), self.rank)
-            )
+            everything = {tp: len(run) for tp, run in waiting.items()}
+            counts = everything
+            if now - min(self.read_at[tp][0] for tp in tps) < self.wait_s:
+                counts = ready_counts(waiting, behind(partition), self.rank)
+                if sum(everything[tp] - counts[tp] for tp in tps) > self.cap:  # what would stay
+                    counts = everything
             for tp, count in counts.items():
                 if not count:
                     continue

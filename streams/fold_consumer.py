@@ -74,9 +74,11 @@ class FoldConsumerThread(faust_aiokafka.AIOKafkaConsumerThread):
         if state is None:
             return 0
         end = state.lso if self.consumer.in_transaction else state.highwater
-        if end is None or not state.has_valid_position:
+        # Read once: the consumer thread may reset the position between two reads (a seek).
+        position = state._position
+        if end is None or position is None:
             return None
-        return max(end - state.position, 0)
+        return max(end - position, 0)
 
     async def seek_to_committed(self) -> Mapping[TP, int]:  # as Faust types it; None where none is committed
         return await self.call_thread(seek_to_committed_or_start, self._ensure_consumer())

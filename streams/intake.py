@@ -102,8 +102,9 @@ class Intake:
             if consumer.should_stop or not (records or self.waiting.runs):
                 continue
             if not consumer.flow_active:  # a rebalance began: read these again from the commits
-                self.waiting.clear()
-                await consumer.perform_seek()
+                self.waiting.clear()  # the rebalance's recovery seeks back to the commits
+                if records:
+                    await consumer.perform_seek()
                 continue
             # Tagged with the generation they are read in: a later rebalance seeks back to the
             # committed offsets, and the fold drops what is still queued from before it.

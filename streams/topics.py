@@ -235,9 +235,9 @@ async def _until_led(settings: Settings, names: list[str], timeout: float = 30.0
     topic is listed, its leader named, a moment before that leader takes requests: a write sent
     then is refused and retried, and lands after writes to other topics sent later than it."""
     consumer = new_consumer(settings)
-    await consumer.start()
     try:
         async with asyncio.timeout(timeout):
+            await consumer.start()
             await consumer.end_offsets(
                 [TopicPartition(n, p) for n in names for p in range(settings.partitions)]
             )
@@ -245,6 +245,8 @@ async def _until_led(settings: Settings, names: list[str], timeout: float = 30.0
         raise UserError(
             f"the broker did not take requests for the new topics within {timeout:.0f}s"
         ) from None
+    except KafkaError as exc:
+        raise UserError(f"the broker refused to list the new topics' offsets: {exc}") from None
     finally:
         await consumer.stop()
 

@@ -267,3 +267,14 @@ def test_a_zero_wait_holds_nothing() -> None:
     room: WaitingRoom[TP, Rec] = WaitingRoom(RANK, wait_s=0.0, cap=1000)
     updates = run("pod-updates", 0, [1, 2])
     assert room.ready({UPDATES0: updates}, 1, now=0.0, behind=lambda p: {PLEG0}) == {UPDATES0: updates}
+
+
+def test_the_cap_counts_what_would_go_on_waiting_not_what_was_read() -> None:
+    """A catch-up fetch reads more than the cap of a sibling that is behind: those are ready (a
+    topic never waits for itself), so the one record that must wait still does."""
+    room: WaitingRoom[TP, Rec] = WaitingRoom(RANK, wait_s=5.0, cap=10)
+    pleg = run("pleg", 0, list(range(1, 31)))
+    removal = run("pod-updates", 0, [35])
+    ready = room.ready({PLEG0: pleg, UPDATES0: removal}, 1, now=0.0, behind=lambda p: {PLEG0})
+    assert ready == {PLEG0: pleg}
+    assert room.runs == {UPDATES0: removal}
