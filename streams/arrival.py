@@ -157,7 +157,7 @@ class WaitingRoom(Generic[PartitionT, RecordT]):
 
     def deadline(self) -> float | None:
         """When the oldest waiting record is due, or None when none waits."""
-        return min((times[0] for times in self.read_at.values()), default=None) if self.runs else None
+        return min((times[0] for times in self.read_at.values()), default=None)
 
     def ready(
         self,

@@ -235,16 +235,14 @@ async def _until_led(settings: Settings, names: list[str], timeout: float = 30.0
     topic is listed, its leader named, a moment before that leader takes requests: a write sent
     then is refused and retried, and lands after writes to other topics sent later than it."""
     consumer = new_consumer(settings)
+
+    async def answered() -> bool:  # end_offsets itself retries a leader that does not answer yet
+        await consumer.start()
+        await consumer.end_offsets([TopicPartition(n, p) for n in names for p in range(settings.partitions)])
+        return True
+
     try:
-        async with asyncio.timeout(timeout):
-            await consumer.start()
-            await consumer.end_offsets(
-                [TopicPartition(n, p) for n in names for p in range(settings.partitions)]
-            )
-    except TimeoutError:
-        raise UserError(
-            f"the broker did not take requests for the new topics within {timeout:.0f}s"
-        ) from None
+        await _until(answered, "every new partition's leader to answer", timeout)
     except KafkaError as exc:
         raise UserError(f"the broker refused to list the new topics' offsets: {exc}") from None
     finally:

@@ -26,7 +26,6 @@ from podledger.bench.harness import (
     stop_service,
     topic_count,
     worker_gc,
-    worker_gc_seconds,
 )
 from podledger.bench.offline import bench_offline
 from podledger.bench.pacer import produce_apart
@@ -129,11 +128,11 @@ def bench_fold(
         figures.latency_rate = rate
         if rate > 0 and latency_seconds > 0:
             settle_disk()
-            full_before, gc_before = worker_gc_seconds(health_port)
+            before = worker_gc(health_port)
             latencies = measure_latency(settings, worker, pods, rate, latency_seconds)
-            full_after, gc_after = worker_gc_seconds(health_port)
-            figures.latency_gc_full_passes = full_after - full_before
-            figures.latency_gc_ms = (gc_after - gc_before) * 1000
+            after = worker_gc(health_port)
+            figures.latency_gc_full_passes = after.full_passes - before.full_passes
+            figures.latency_gc_ms = (after.paused_s - before.paused_s) * 1000
             figures.latency_samples = len(latencies)
             figures.p50_ms, figures.p99_ms = percentile(latencies, 50), percentile(latencies, 99)
             say(
@@ -142,7 +141,8 @@ def bench_fold(
                 f" ({figures.latency_gc_full_passes} full passes)"
             )
         figures.rss_mb = peak_rss_mb(worker.pid)
-        figures.gc_full_passes, figures.gc_longest_ms = worker_gc(health_port)
+        gc = worker_gc(health_port)
+        figures.gc_full_passes, figures.gc_longest_ms = gc.full_passes, gc.longest_ms
         figures.native_share = native_share(health_port)
     finally:
         stop_service(worker)

@@ -10,7 +10,7 @@ import sys
 import urllib.request
 import uuid
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
@@ -129,20 +129,25 @@ def worker_metrics(port: int) -> dict[str, float]:
     return samples
 
 
-def worker_gc(port: int) -> tuple[int, float]:
-    """A worker's full collector passes so far and its longest pause of any pass in ms."""
-    samples = worker_metrics(port)
-    full = int(samples.get('podledger_gc_passes_total{generation="2"}', 0))
-    pauses = [v for name, v in samples.items() if name.startswith("podledger_gc_longest_pause_seconds{")]
-    return full, max(pauses, default=0.0) * 1000
+class WorkerGc(NamedTuple):
+    """A worker's collector so far, from its /metrics."""
+
+    full_passes: int
+    longest_ms: float  # its longest pause of any pass
+    paused_s: float  # what all its passes stalled it
 
 
-def worker_gc_seconds(port: int) -> tuple[int, float]:
-    """A worker's full collector passes so far and the seconds all its passes stalled it."""
+def worker_gc(port: int) -> WorkerGc:
     samples = worker_metrics(port)
-    full = int(samples.get('podledger_gc_passes_total{generation="2"}', 0))
-    seconds = sum(v for name, v in samples.items() if name.startswith("podledger_gc_pause_seconds_total{"))
-    return full, seconds
+
+    def of(metric: str) -> list[float]:
+        return [v for name, v in samples.items() if name.startswith(metric + "{")]
+
+    return WorkerGc(
+        int(samples.get('podledger_gc_passes_total{generation="2"}', 0)),
+        max(of("podledger_gc_longest_pause_seconds"), default=0.0) * 1000,
+        sum(of("podledger_gc_pause_seconds_total")),
+    )
 
 
 def native_share(port: int) -> float:
