@@ -20,6 +20,7 @@ from it, as a writer restored from the partition's last record (the re-sent one)
 from __future__ import annotations
 
 import hashlib
+from binascii import hexlify
 from collections import OrderedDict
 from collections.abc import Iterable
 from enum import StrEnum
@@ -34,17 +35,18 @@ Headers = Iterable[tuple[str, bytes]]
 
 def link_hash(prev: bytes, key: bytes, value: bytes | None) -> bytes:
     """The hash of a record chained after `prev` (a tombstone hashes as a length of 2**32 - 1)."""
-    body = b"" if value is None else value
-    size = 0xFFFFFFFF if value is None else len(body)
-    return hashlib.sha256(
-        b"".join((prev, len(key).to_bytes(4, "big"), key, size.to_bytes(4, "big"), body))
-    ).digest()
+    size = 0xFFFFFFFF if value is None else len(value)
+    digest = hashlib.sha256(prev)
+    digest.update(b"".join((len(key).to_bytes(4, "big"), key, size.to_bytes(4, "big"))))
+    if value:  # fed as it is: a value is most of what is hashed, and not copied to be joined
+        digest.update(value)
+    return digest.digest()
 
 
 def link(prev: bytes, key: bytes, value: bytes | None) -> tuple[bytes, list[tuple[str, bytes]]]:
     """(the record's hash, which is the partition's new head; the headers that carry the link)."""
     digest = link_hash(prev, key, value)
-    return digest, [(PREV_HEADER, prev.hex().encode()), (HASH_HEADER, digest.hex().encode())]
+    return digest, [(PREV_HEADER, hexlify(prev)), (HASH_HEADER, hexlify(digest))]
 
 
 def read_link(headers: Headers) -> tuple[bytes, bytes] | None:

@@ -285,16 +285,18 @@ def seal(batch: Batch, heads: dict[tuple[str, int], bytes], topic_prefix: str) -
     batch (the worker reads it on restore) and advances here."""
     events: dict[int, list[tuple[str, bytes]]] = {}  # a version goes to two topics: build once
     for partition, out in [*batch.journal, *batch.outputs]:
-        extra = []
-        if out.topic in _VERSIONS and out.value is not None:
-            if id(out.value) not in events:
-                events[id(out.value)] = cloud_events.headers(out.value, topic_prefix)
-            extra = list(events[id(out.value)])
-        if out.topic in CHAINED:
-            where = (out.topic, partition)
-            if where not in heads:
-                raise KeyError(f"no chain head for {out.topic} partition {partition}: restore it first")
-            heads[where], links = chain.link(heads[where], out.key.encode(), out.wire_value())
-            extra += links
-        if extra:
-            out.headers = [*(out.headers or []), *extra]
+        topic, value, headers = out.topic, out.value, out.headers
+        if value is not None and topic in _VERSIONS:
+            attributes = events.get(id(value))
+            if attributes is None:
+                attributes = events[id(value)] = cloud_events.headers(value, topic_prefix)
+            headers = [*headers, *attributes] if headers else [*attributes]  # a copy: shared
+        if topic in CHAINED:
+            where = (topic, partition)
+            prev = heads.get(where)
+            if prev is None:
+                raise KeyError(f"no chain head for {topic} partition {partition}: restore it first")
+            heads[where], links = chain.link(prev, out.key.encode(), out.wire_value())
+            headers = [*headers, *links] if headers else links
+        if headers:
+            out.headers = headers
