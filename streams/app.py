@@ -22,7 +22,7 @@ from podledger.kafka import node_signer
 from podledger.keys import load_keyring
 from podledger.partitioner import partition_for_node
 from podledger.paths import cache_dir
-from podledger.schemas import DecodeError, cloud_events, decode, encode
+from podledger.schemas import cloud_events, encode
 from podledger.streams.fold_consumer import FetchSettings
 from podledger.streams.fold_loop import FoldLoop
 from podledger.streams.intake import FoldApp, Intake
@@ -163,30 +163,6 @@ class Pipeline:
 
         task.__name__ = getattr(factory, "__name__", "task")
         self.app.task(task)
-
-    def add_agent(self, topic: str, handler: Callable[[Pipeline, Any], Awaitable[None]]) -> None:
-        """Consume a podledger topic, one decoded model at a time."""
-
-        async def agent(stream: Any) -> None:
-            async for event in stream.events():
-                message = event.message
-                if event.value is None:
-                    continue
-                try:
-                    value = decode(topic, event.value)
-                except DecodeError as exc:
-                    log.warning(
-                        "dropping undecodable %s message at %s/%s: %s",
-                        topic,
-                        message.partition,
-                        message.offset,
-                        exc,
-                    )
-                    continue
-                await handler(self, value)
-
-        agent.__name__ = f"{topic}_consumer"
-        self.app.agent(self.topics[topic], name=f"{topic.replace('-', '_')}_consumer")(agent)
 
     def healthy(self) -> tuple[bool, str]:
         """Whether what this app publishes is delivered: the roles' records and the fold's stages."""
