@@ -8,7 +8,9 @@ events/s offered to one worker), the fold worker then spent ~86 % of a core; ask
 PODLEDGER_FOLD_FETCH_MIN_BYTES have gathered or PODLEDGER_FOLD_FETCH_WAIT_MS have passed, ~70 %,
 and its median latency went from ~50 ms to ~18 ms (the fold takes the stream in fewer, larger
 batches and the journal's round trip no longer waits behind them). The wait bounds what the
-setting adds to a quiet stream's latency; a backlog fills `fetch_min_bytes` at once.
+setting adds to a quiet stream's latency; a backlog fills `fetch_min_bytes` at once. Under a
+saturating load a longer wait also lowers the tail: larger batches cost less per event
+(docs/capacity.md has the default's measurements).
 
 The settings go to aiokafka's consumer between Faust making it and starting it: the only point
 where Faust lets them in without replacing its whole consumer.
