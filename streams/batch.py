@@ -5,9 +5,10 @@ tail of the journal; it hands back what to publish and which records changed. Ke
 from Faust lets the exactly-once protocol below be read, and tested, in one place.
 
 The protocol, per batch:
-1. fold every event; collect its outputs and the records that changed; `seal` gives them their
-   headers: CloudEvents attributes on versions, and on journal entries and history versions the
-   link of their partition's hash chain (the head is read from the topic on restore);
+1. fold every event; collect its outputs and the records that changed; `seal` (streams/seal.py)
+   gives them their headers: CloudEvents attributes on versions, and on journal entries and
+   history versions the link of their partition's hash chain (the head is read from the topic on
+   restore);
 2. publish the journal entries and wait for the broker's acknowledgement;
 3. publish every other output (versions, tombstones, dead letters) and wait;
 4. write the changed records, then a per-partition marker with the last journal offset and the
@@ -32,7 +33,7 @@ from typing import Any
 import orjson
 
 from podledger.partitioner import partition_for_node
-from podledger.schemas import chain, cloud_events, from_dict, models
+from podledger.schemas import from_dict, models
 from podledger.schemas.origin import Forged, Headers, Proof, claimed, verify
 from podledger.streams.fold import (
     Coordinates,
@@ -53,9 +54,6 @@ from podledger.types import Topic
 HELD_MARK = b'"held":[['
 
 MARKER_PREFIX = b"\x00journal:"  # table keys of the per-partition journal markers; no UID starts so
-
-_VERSIONS = (Topic.POD_STATUS, Topic.POD_STATUS_HISTORY)
-CHAINED = (Topic.JOURNAL, Topic.POD_STATUS_HISTORY)  # the audit trail: hash-chained per partition
 
 
 def marker_key(partition: int) -> bytes:
@@ -275,28 +273,3 @@ def _if_holding(record: PodRecord | bytes | None) -> PodRecord | None:
     if isinstance(record, bytes):
         return orjson.loads(record) if HELD_MARK in record else None
     return record
-
-
-def seal(batch: Batch, heads: dict[tuple[str, int], bytes], topic_prefix: str) -> None:
-    """Give a batch's outputs their wire headers, in the order they will be published: CloudEvents
-    attributes on status versions (schemas/cloud_events.py), and on journal entries and history
-    versions the link of their partition's hash chain (schemas/chain.py). `heads` maps (topic,
-    partition) to the hash of the partition's last record; it must hold every partition of the
-    batch (the worker reads it on restore) and advances here."""
-    events: dict[int, list[tuple[str, bytes]]] = {}  # a version goes to two topics: build once
-    for partition, out in [*batch.journal, *batch.outputs]:
-        topic, value, headers = out.topic, out.value, out.headers
-        if value is not None and topic in _VERSIONS:
-            attributes = events.get(id(value))
-            if attributes is None:
-                attributes = events[id(value)] = cloud_events.headers(value, topic_prefix)
-            headers = [*headers, *attributes] if headers else [*attributes]  # a copy: shared
-        if topic in CHAINED:
-            where = (topic, partition)
-            prev = heads.get(where)
-            if prev is None:
-                raise KeyError(f"no chain head for {topic} partition {partition}: restore it first")
-            heads[where], links = chain.link(prev, out.key.encode(), out.wire_value())
-            headers = [*headers, *links] if headers else links
-        if headers:
-            out.headers = headers

@@ -30,7 +30,6 @@ from podledger.streams.batch import (
     is_marker,
     marker_key,
     note_waiting,
-    seal,
     stored_record,
 )
 from podledger.streams.fold_core_live import LiveCore, Started, core_inputs, fold_batch
@@ -40,6 +39,7 @@ from podledger.streams.intake import Delivery, Intake
 from podledger.streams.native_replay import find_core
 from podledger.streams.outputs import Coordinates
 from podledger.streams.record import HoldLimits, PodRecord
+from podledger.streams.seal import seal
 from podledger.streams.state import FoldState
 from podledger.streams.watermark import oldest_held
 from podledger.streams.watermark_publisher import WatermarkPublisher

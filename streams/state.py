@@ -26,7 +26,6 @@ from podledger.config import Settings
 from podledger.kafka import new_consumer, read_to_end
 from podledger.schemas.chain import GENESIS, head_after
 from podledger.streams.batch import (
-    CHAINED,
     MARKER_PREFIX,
     advance_marker,
     holds_events,
@@ -35,6 +34,7 @@ from podledger.streams.batch import (
     marker_key,
 )
 from podledger.streams.fold import PodRecord
+from podledger.streams.seal import CHAINED
 from podledger.types import JSONDict, Topic
 
 log = logging.getLogger(__name__)

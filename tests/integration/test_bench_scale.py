@@ -92,7 +92,7 @@ def test_bench_fold_measures_latency_at_half_the_drained_rate(kafka_bootstrap: s
     # Every version of the phase's events was measured, from a pod-status record the worker wrote.
     p50, p99 = float(figures["p50_ms"]), float(figures["p99_ms"])
     assert 0 <= p50 <= p99
-    # The worker's collector during the phase, from its /metrics before and after it (nan: not read).
+    # The worker's collector during the phase, from its /metrics before and after it: read, not nan.
     assert int(figures["latency_gc_full_passes"]) >= 0 and float(figures["latency_gc_ms"]) >= 0
     assert "synced the backlog's writes to disk" in result.stderr  # the phase began after the sync
     assert f"versions at {offered:,} events/s offered" in result.stdout

@@ -11,8 +11,9 @@ import pytest
 
 from podledger.schemas import chain, models
 from podledger.schemas.chain import GENESIS, ChainWalk, Verdict, link, link_hash, read_link
-from podledger.streams.batch import Batch, seal
+from podledger.streams.batch import Batch
 from podledger.streams.fold import Output
+from podledger.streams.seal import seal
 from tests import pods
 
 POD = pods.pod(("c",), name="web", uid="u-1", node="n1")

@@ -19,12 +19,13 @@ from podledger.errors import UserError
 from podledger.partitioner import partition_for_node
 from podledger.schemas import encode
 from podledger.schemas.origin import derive_keys, sign
-from podledger.streams.batch import BatchFold, Waiting, seal
+from podledger.streams.batch import BatchFold, Waiting
 from podledger.streams.fold import DEFAULT_HOLD, HoldLimits
 from podledger.streams.fold_core_live import LiveCore, Started, core_inputs, fold_batch
 from podledger.streams.fold_core_wire import CoreGaveUp
 from podledger.streams.native_replay import find_core
 from podledger.streams.outputs import Coordinates
+from podledger.streams.seal import seal
 from podledger.types import Topic
 from podledger.workload import workload
 from tests.unit.test_rules_version import T0, fixed_input

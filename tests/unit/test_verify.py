@@ -13,8 +13,9 @@ import pytest
 from podledger.read.audit.verify import Counts, Divergence, PartitionAudit, differences, divergence_lines
 from podledger.schemas import chain, encode
 from podledger.schemas.chain import GENESIS, Verdict
-from podledger.streams.batch import BatchFold, seal
+from podledger.streams.batch import BatchFold
 from podledger.streams.fold import RULES_VERSION, Coordinates, HoldLimits
+from podledger.streams.seal import seal
 from podledger.workload import workload
 from tests.support.processes import run_podledger
 
