@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import subprocess
 import sys
 import urllib.request
@@ -16,6 +17,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from podledger import local
 from podledger.config import Settings
+from podledger.paths import cache_dir
 from podledger.streams.topics import start_admin
 
 
@@ -38,15 +40,15 @@ def machine() -> str:
     return f"machine: {os.cpu_count()} cores, {mem_gb:.0f} GB"
 
 
-DELETE_WAIT_S = 30.0  # how long drop_bench_topics waits for the broker to finish deleting
+DELETE_WAIT_S = 30.0  # how long drop_bench_leftovers waits for the broker to finish deleting
 
-# The topic prefixes benchmarks of this process made, and a broker to reach them: drop_bench_topics.
+# The topic prefixes benchmarks of this process made, and a broker to reach them: drop_bench_leftovers.
 _made: dict[str, Settings] = {}
 
 
 def bench_settings(base: Settings, **changes: Any) -> Settings:
     """`base` on topics of its own (a fresh prefix), on the broker PODLEDGER_BOOTSTRAP names or else
-    the local one `make demo` uses (started if needed). drop_bench_topics deletes them."""
+    the local one `make demo` uses (started if needed). drop_bench_leftovers deletes them."""
     settings = replace(base, topic_prefix=f"bench-{uuid.uuid4().hex[:8]}.", log_level="warning", **changes)
     if not settings.bootstrap:
         kafka, _ = local.up(kafka=True, kube=False)
@@ -57,12 +59,15 @@ def bench_settings(base: Settings, **changes: Any) -> Settings:
     return settings
 
 
-def drop_bench_topics() -> int:
-    """Delete the topics of every benchmark prefix this process made; returns how many. A broker
-    that keeps them all slows down run after run (their logs, the compaction of the compacted ones)."""
+def drop_bench_leftovers() -> int:
+    """Delete the topics of every benchmark prefix this process made, and its workers' Faust
+    working files; returns how many topics. A broker that keeps them all slows down run after run
+    (their logs, the compaction of the compacted ones), and each run's files stay in the cache."""
     dropped = 0
     for prefix, settings in list(_made.items()):
         del _made[prefix]
+        if not settings.data_dir:  # the default place, of this prefix alone (never a directory set by hand)
+            shutil.rmtree(cache_dir() / "faust" / settings.fold_app_id, ignore_errors=True)
         try:
             dropped += asyncio.run(_drop(settings, prefix))
         except Exception as exc:  # a benchmark's own failure says more: this one is only reported

@@ -8,12 +8,12 @@ from podledger.cli.common import add_connection_options, settings_from
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from podledger.bench.harness import drop_bench_topics, say
+    from podledger.bench.harness import drop_bench_leftovers, say
 
     try:
         return _run_bench(args)
     finally:  # even after a failure or ^C: a broker that keeps every run's topics slows down
-        dropped = drop_bench_topics()
+        dropped = drop_bench_leftovers()
         if dropped:
             say(f"deleted the benchmark's {dropped} topics")
 

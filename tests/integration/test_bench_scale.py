@@ -3,7 +3,8 @@ backlog with one worker and then with two and keeps the keys of its machine line
 with a latency phase offers half the drained rate and measures it; `bench recovery`
 fills fold-state, starts a fold worker that takes the partitions over and checks that each
 takeover version follows the stored one (the benchmark fails otherwise). Figures are printed,
-not asserted: only that the runs work and their last lines are machine-readable."""
+not asserted: only that the runs work, their last lines are machine-readable and they leave
+neither topics nor working files behind."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient
@@ -31,12 +33,13 @@ async def topic_names(bootstrap: str) -> set[str]:
 NUMBER = r"(\d+(?:\.\d+)?)"
 
 
-def bench(kafka_bootstrap: str, *args: str) -> subprocess.CompletedProcess[str]:
+def bench(kafka_bootstrap: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     result = subprocess.run(
         [sys.executable, "-m", "podledger.cli", "bench", *args],
         env={
             **{k: v for k, v in os.environ.items() if not k.startswith("PODLEDGER_")},
             "PODLEDGER_BOOTSTRAP": kafka_bootstrap,
+            **env,
         },
         capture_output=True,
         text=True,
@@ -47,10 +50,13 @@ def bench(kafka_bootstrap: str, *args: str) -> subprocess.CompletedProcess[str]:
     return result
 
 
-def test_bench_fold_with_workers_keeps_its_keys_and_adds_the_scaling(kafka_bootstrap: str) -> None:
+def test_bench_fold_with_workers_keeps_its_keys_and_adds_the_scaling(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
     result = bench(
         kafka_bootstrap,
         *("fold", "--pods", "200", "--events", "2000", "--rate", "0", "--partitions", "4", "--workers", "2"),
+        PODLEDGER_CACHE=str(tmp_path),
     )
     last = result.stdout.strip().splitlines()[-1]
     n = NUMBER
@@ -81,6 +87,9 @@ def test_bench_fold_with_workers_keeps_its_keys_and_adds_the_scaling(kafka_boots
     assert prefixes and re.search(r"deleted the benchmark's \d+ topics", result.stderr)
     left = asyncio.run(topic_names(kafka_bootstrap))
     assert not [name for name in left if name.startswith(tuple(prefixes))]
+    # And so are its workers' Faust working files, which they kept in the cache while they ran.
+    working = tmp_path / "faust"
+    assert working.is_dir() and not [p.name for p in working.iterdir() if p.name.startswith("bench-")]
 
 
 def test_bench_fold_measures_latency_at_half_the_drained_rate(kafka_bootstrap: str) -> None:
