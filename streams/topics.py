@@ -16,6 +16,13 @@ from aiokafka.errors import KafkaConnectionError, KafkaError
 from podledger.config import Settings
 from podledger.errors import UserError
 from podledger.kafka import new_consumer
+from podledger.streams.topic_state import (
+    configs_match,
+    topic_configs,
+    topic_overrides,
+    topic_partitions,
+    topic_replication,
+)
 from podledger.types import Topic
 
 DAY_MS = 86_400_000
@@ -194,15 +201,17 @@ async def ensure_topics(settings: Settings) -> list[TopicChange]:
             }
             to_alter = {name: diff for name, diff in drifted.items() if diff}
             if to_alter:
+                # AlterConfigs replaces the topic's whole config: send all of ours, over what else is
+                # set on it (an operator's compression.type or retention.bytes stays as it was).
+                kept = await topic_overrides(admin, list(to_alter))
                 await admin.alter_configs(
                     [
-                        # AlterConfigs replaces the topic's whole dynamic config: send all of ours.
-                        ConfigResource(ConfigResourceType.TOPIC, name, configs_of(name))
+                        ConfigResource(ConfigResourceType.TOPIC, name, kept[name] | configs_of(name))
                         for name in to_alter
                     ]
                 )
                 await _until(
-                    lambda: _configs_match(admin, {n: configs_of(n) for n in to_alter}),
+                    lambda: configs_match(admin, {n: configs_of(n) for n in to_alter}),
                     "altered topic configs to take effect",
                 )
             for name in present:
@@ -249,40 +258,12 @@ async def _until_led(settings: Settings, names: list[str], timeout: float = 30.0
         await consumer.stop()
 
 
-async def _configs_match(admin: AIOKafkaAdminClient, wanted: dict[str, dict[str, str]]) -> bool:
-    current = await topic_configs(admin, list(wanted))
-    return all(current[name].get(k) == v for name, configs in wanted.items() for k, v in configs.items())
-
-
-async def topic_partitions(admin: AIOKafkaAdminClient, names: list[str]) -> dict[str, int]:
-    described = await admin.describe_topics(names)
-    return {t["topic"]: len(t["partitions"]) for t in described}
-
-
-async def topic_replication(admin: AIOKafkaAdminClient, names: list[str]) -> dict[str, int]:
-    """The fewest replicas any partition of each topic has."""
-    described = await admin.describe_topics(names)
-    return {t["topic"]: min((len(p["replicas"]) for p in t["partitions"]), default=0) for t in described}
-
-
 def _is_loopback(bootstrap: str) -> bool:
     """Every bootstrap server is on this machine: the local broker, for tests and the demo."""
     hosts = [
         server.strip().rsplit(":", 1)[0].strip("[]") for server in bootstrap.split(",") if server.strip()
     ]
     return bool(hosts) and all(h in ("localhost", "::1") or h.startswith("127.") for h in hosts)
-
-
-async def topic_configs(admin: AIOKafkaAdminClient, names: list[str]) -> dict[str, dict[str, str]]:
-    responses = await admin.describe_configs(
-        [ConfigResource(ConfigResourceType.TOPIC, name) for name in names]
-    )
-    out: dict[str, dict[str, str]] = {}
-    for response in responses:
-        for resource in response.resources:
-            _err, _msg, _rtype, rname, entries = resource[:5]
-            out[rname] = {entry[0]: entry[1] for entry in entries}
-    return out
 
 
 async def describe(settings: Settings) -> dict[str, dict[str, str]]:

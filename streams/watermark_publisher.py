@@ -35,7 +35,8 @@ from aiokafka.errors import KafkaError
 from podledger.config import Settings
 from podledger.kafka import new_consumer, read_to_end
 from podledger.schemas import DecodeError, decode, encode, models
-from podledger.streams.topics import admin_client, topic_configs
+from podledger.streams.topic_state import topic_configs
+from podledger.streams.topics import admin_client
 from podledger.streams.watermark import LOG_APPEND_TIME, Progress, Stamping, isr_allowance
 from podledger.types import INGRESS_TOPICS, Topic
 

@@ -67,7 +67,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 async def _read_all(settings: Any, since_ms: int, only: int | None) -> list[Any]:
     from podledger.kafka import new_consumer
-    from podledger.streams.topics import start_admin, topic_partitions
+    from podledger.streams.topic_state import topic_partitions
+    from podledger.streams.topics import start_admin
     from podledger.types import Topic
 
     admin = await start_admin(settings, "podledger-verify")

@@ -19,7 +19,8 @@ from podledger.config import Settings
 from podledger.kafka import new_consumer, read_to_end, started
 from podledger.partitioner import partition_for_node
 from podledger.schemas import DecodeError, decode, models
-from podledger.streams.topics import admin_client, topic_partitions
+from podledger.streams.topic_state import topic_partitions
+from podledger.streams.topics import admin_client
 from podledger.streams.watermark import combine
 from podledger.types import Topic
 

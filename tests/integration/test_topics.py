@@ -12,7 +12,8 @@ from aiokafka import AIOKafkaProducer
 
 from podledger.config import Settings
 from podledger.errors import UserError
-from podledger.streams.topics import ALL_TOPICS, describe, ensure_topics, start_admin, topic_configs
+from podledger.streams.topic_state import topic_configs
+from podledger.streams.topics import ALL_TOPICS, describe, ensure_topics, start_admin
 
 pytestmark = pytest.mark.kafka
 
@@ -75,6 +76,42 @@ def test_drifted_config_is_repaired(settings: Settings) -> None:
     assert changes[settings.topic("pleg")].action == "altered"
     assert "retention.ms" in changes[settings.topic("pleg")].detail
     assert asyncio.run(describe(settings))[settings.topic("pleg")]["retention.ms"] == str(7 * 86_400_000)
+    assert {c.action for c in asyncio.run(ensure_topics(settings))} == {"unchanged"}
+
+
+def test_a_repair_keeps_what_else_is_set_on_the_topic(settings: Settings) -> None:
+    """An operator's own config (here compression.type) outlives podledger bringing one of its
+    configs back: the broker replaces a topic's whole config on each change."""
+    asyncio.run(ensure_topics(settings))
+    name = settings.topic("pod-status-history")
+    ours = next(t for t in ALL_TOPICS if t.name == "pod-status-history").configs(settings.replication_factor)
+
+    async def compress_and_shorten() -> None:
+        from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+
+        admin = await start_admin(settings)
+        try:
+            changed = ours | {"compression.type": "zstd", "retention.ms": "1000"}
+            await admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, name, changed)])
+            async with asyncio.timeout(30):
+                while (await topic_configs(admin, [name]))[name].get("retention.ms") != "1000":
+                    await asyncio.sleep(0.2)
+        finally:
+            await admin.close()
+
+    asyncio.run(compress_and_shorten())
+    change = {c.topic: c for c in asyncio.run(ensure_topics(settings))}[name]
+    assert change.action == "altered" and change.detail == f"retention.ms={ours['retention.ms']}"
+
+    async def configs() -> dict[str, str]:
+        admin = await start_admin(settings)
+        try:
+            return (await topic_configs(admin, [name]))[name]
+        finally:
+            await admin.close()
+
+    after = asyncio.run(configs())
+    assert after["retention.ms"] == ours["retention.ms"] and after["compression.type"] == "zstd"
     assert {c.action for c in asyncio.run(ensure_topics(settings))} == {"unchanged"}
 
 

@@ -27,7 +27,8 @@ from podledger.read.client import partition_watermarks, watermark
 from podledger.read.client.pods import STATUS_VERSION_ANNOTATION
 from podledger.schemas import decode, encode
 from podledger.schemas.cloud_events import rfc3339_ms
-from podledger.streams.topics import TOPICS, ensure_topics, start_admin, topic_configs
+from podledger.streams.topic_state import topic_configs
+from podledger.streams.topics import TOPICS, ensure_topics, start_admin
 from podledger.types import Topic
 from podledger.workload import IngressEvent, PodLife, workload
 from tests.support import wait_for
