@@ -22,9 +22,10 @@ async def topic_replication(admin: AIOKafkaAdminClient, names: list[str]) -> dic
 
 
 async def topic_configs(admin: AIOKafkaAdminClient, names: list[str]) -> dict[str, dict[str, str]]:
-    """Every config of each topic as it is in force, defaults included."""
+    """Every config of each topic as it is in force, defaults included (a sensitive value, which
+    the broker does not tell, left out)."""
     return {
-        name: {k: value for k, (value, _) in configs.items()}
+        name: {k: value for k, (value, _) in configs.items() if value is not None}
         for name, configs in (await _described(admin, names)).items()
     }
 
@@ -44,12 +45,14 @@ async def configs_match(admin: AIOKafkaAdminClient, wanted: dict[str, dict[str, 
     return all(current[name].get(k) == v for name, configs in wanted.items() for k, v in configs.items())
 
 
-async def _described(admin: AIOKafkaAdminClient, names: list[str]) -> dict[str, dict[str, tuple[str, bool]]]:
+async def _described(
+    admin: AIOKafkaAdminClient, names: list[str]
+) -> dict[str, dict[str, tuple[str | None, bool]]]:
     """Each topic's configs: name -> (value, whether it is set on the topic itself)."""
     responses = await admin.describe_configs(
         [ConfigResource(ConfigResourceType.TOPIC, name) for name in names]
     )
-    out: dict[str, dict[str, tuple[str, bool]]] = {}
+    out: dict[str, dict[str, tuple[str | None, bool]]] = {}
     for response in responses:
         for resource in response.resources:
             _err, _msg, _rtype, rname, entries = resource[:5]
