@@ -9,16 +9,14 @@ import asyncio
 import orjson
 import pytest
 from aiokafka import AIOKafkaProducer
-from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
 from podledger.config import Settings
 from podledger.partitioner import partition_for_node
 from podledger.schemas import encode
-from podledger.streams.topic_state import topic_configs
-from podledger.streams.topics import ALL_TOPICS, ensure_topics, start_admin
+from podledger.streams.topics import ALL_TOPICS, ensure_topics
 from podledger.types import Topic
 from podledger.workload import workload
-from tests.support.kafka import read_topic, wait_for_topic
+from tests.support.kafka import read_topic, set_topic_configs, wait_for_topic
 from tests.support.processes import podledger_env
 
 pytestmark = pytest.mark.kafka
@@ -29,18 +27,8 @@ PODS, EVENTS = 6, 60  # per codec
 
 async def store_compressed(settings: Settings, topic: str) -> None:
     """The broker compresses what it stores of `topic` with zstd, whatever the writer sent."""
-    name = settings.topic(topic)
     ours = next(t for t in ALL_TOPICS if t.name == topic).configs(settings.replication_factor)
-    admin = await start_admin(settings)
-    try:
-        await admin.alter_configs(
-            [ConfigResource(ConfigResourceType.TOPIC, name, ours | {"compression.type": "zstd"})]
-        )
-        async with asyncio.timeout(30):
-            while (await topic_configs(admin, [name]))[name].get("compression.type") != "zstd":
-                await asyncio.sleep(0.2)
-    finally:
-        await admin.close()
+    await set_topic_configs(settings, topic, ours | {"compression.type": "zstd"})
 
 
 async def produce_with(settings: Settings, codec: str, seed: int) -> set[str]:

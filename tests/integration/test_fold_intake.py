@@ -19,7 +19,7 @@ from podledger.streams.topics import ensure_topics, start_admin
 from podledger.types import INGRESS_TOPICS, Topic
 from podledger.workload import produce, workload
 from tests.support import wait_for
-from tests.support.kafka import read_records, refuse_writes, wait_for_topic
+from tests.support.kafka import accept_writes, read_records, refuse_writes, wait_for_topic
 from tests.support.processes import podledger_env
 
 pytestmark = pytest.mark.kafka
@@ -146,7 +146,7 @@ def test_a_refused_topic_is_resent_until_taken_and_the_others_are_sent_once(sett
             assert "MessageSizeTooLarge" in health.last_error
             await asyncio.sleep(1)  # a resend or two, still refused
             assert not delivering.done()
-            await ensure_topics(settings)  # the operator's repair
+            await accept_writes(settings, Topic.POD_STATUS_HISTORY)  # the operator's repair
             async with asyncio.timeout(60):
                 return await delivering
         finally:

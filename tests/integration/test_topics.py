@@ -12,8 +12,8 @@ from aiokafka import AIOKafkaProducer
 
 from podledger.config import Settings
 from podledger.errors import UserError
-from podledger.streams.topic_state import topic_configs
-from podledger.streams.topics import ALL_TOPICS, describe, ensure_topics, start_admin
+from podledger.streams.topics import ALL_TOPICS, describe, ensure_topics
+from tests.support.kafka import configs_in_force, set_topic_configs
 
 pytestmark = pytest.mark.kafka
 
@@ -55,23 +55,7 @@ def test_create_twice_then_read_configs_back(settings: Settings) -> None:
 def test_drifted_config_is_repaired(settings: Settings) -> None:
     asyncio.run(ensure_topics(settings))
 
-    async def break_retention() -> None:
-        from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
-
-        admin = await start_admin(settings)
-        try:
-            name = settings.topic("pleg")
-            await admin.alter_configs(
-                [ConfigResource(ConfigResourceType.TOPIC, name, {"retention.ms": "1000"})]
-            )
-            # The change reaches the broker's metadata asynchronously.
-            async with asyncio.timeout(30):
-                while (await topic_configs(admin, [name]))[name].get("retention.ms") != "1000":
-                    await asyncio.sleep(0.2)
-        finally:
-            await admin.close()
-
-    asyncio.run(break_retention())
+    asyncio.run(set_topic_configs(settings, "pleg", {"retention.ms": "1000"}))
     changes = {c.topic: c for c in asyncio.run(ensure_topics(settings))}
     assert changes[settings.topic("pleg")].action == "altered"
     assert "retention.ms" in changes[settings.topic("pleg")].detail
@@ -86,31 +70,12 @@ def test_a_repair_keeps_what_else_is_set_on_the_topic(settings: Settings) -> Non
     name = settings.topic("pod-status-history")
     ours = next(t for t in ALL_TOPICS if t.name == "pod-status-history").configs(settings.replication_factor)
 
-    async def compress_and_shorten() -> None:
-        from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
-
-        admin = await start_admin(settings)
-        try:
-            changed = ours | {"compression.type": "zstd", "retention.ms": "1000"}
-            await admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, name, changed)])
-            async with asyncio.timeout(30):
-                while (await topic_configs(admin, [name]))[name].get("retention.ms") != "1000":
-                    await asyncio.sleep(0.2)
-        finally:
-            await admin.close()
-
-    asyncio.run(compress_and_shorten())
+    changed = ours | {"compression.type": "zstd", "retention.ms": "1000"}
+    asyncio.run(set_topic_configs(settings, "pod-status-history", changed))
     change = {c.topic: c for c in asyncio.run(ensure_topics(settings))}[name]
     assert change.action == "altered" and change.detail == f"retention.ms={ours['retention.ms']}"
 
-    async def configs() -> dict[str, str]:
-        admin = await start_admin(settings)
-        try:
-            return (await topic_configs(admin, [name]))[name]
-        finally:
-            await admin.close()
-
-    after = asyncio.run(configs())
+    after = asyncio.run(configs_in_force(settings, "pod-status-history"))
     assert after["retention.ms"] == ours["retention.ms"] and after["compression.type"] == "zstd"
     assert {c.action for c in asyncio.run(ensure_topics(settings))} == {"unchanged"}
 

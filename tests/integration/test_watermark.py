@@ -18,7 +18,6 @@ from typing import Any
 
 import pytest
 from aiokafka import AIOKafkaProducer
-from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.structs import RecordMetadata
 
 from podledger.config import Settings
@@ -27,12 +26,11 @@ from podledger.read.client import partition_watermarks, watermark
 from podledger.read.client.pods import STATUS_VERSION_ANNOTATION
 from podledger.schemas import decode, encode
 from podledger.schemas.cloud_events import rfc3339_ms
-from podledger.streams.topic_state import topic_configs
-from podledger.streams.topics import TOPICS, ensure_topics, start_admin
+from podledger.streams.topics import TOPICS, ensure_topics
 from podledger.types import Topic
 from podledger.workload import IngressEvent, PodLife, workload
 from tests.support import wait_for
-from tests.support.kafka import read_records
+from tests.support.kafka import read_records, set_topic_configs
 from tests.support.processes import PodledgerProcess, podledger_env, serve_kubeconfig, start_serve
 
 pytestmark = pytest.mark.kafka
@@ -247,16 +245,8 @@ def test_serve_says_whether_a_past_answer_is_complete_and_kubectl_prints_the_war
 async def stamp_by_writers(settings: Settings, topic: Topic) -> None:
     """Make `topic` CreateTime, as a topic an older podledger created (its other configs kept)."""
     [spec] = [t for t in TOPICS if t.name == topic]
-    name = settings.topic(topic)
     configs = spec.configs(settings.replication_factor) | {"message.timestamp.type": "CreateTime"}
-    admin = await start_admin(settings)
-    try:
-        await admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, name, configs)])
-        async with asyncio.timeout(30):
-            while (await topic_configs(admin, [name]))[name].get("message.timestamp.type") != "CreateTime":
-                await asyncio.sleep(0.1)
-    finally:
-        await admin.close()
+    await set_topic_configs(settings, topic, configs)
 
 
 def test_no_claim_while_an_ingress_topic_keeps_its_writers_stamps_until_it_is_repaired(

@@ -3,7 +3,7 @@ unhealthy on /healthz, keeps resending, and folds everything once the broker tak
 
 The refusal is real: `pod-status-history` is reconfigured on the broker to accept no record the
 size of a version (max.message.bytes), so every version write is answered MESSAGE_TOO_LARGE.
-`podledger topics create` then repairs the drifted config, as an operator would."""
+The operator then takes the setting back."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from podledger.types import Topic
 from podledger.workload import produce, workload
 from tests.support import wait_for
 from tests.support.history import assert_versions_have_no_gaps, history_by_version
-from tests.support.kafka import read_records, read_topic, refuse_writes, wait_for_topic
+from tests.support.kafka import accept_writes, read_records, read_topic, refuse_writes, wait_for_topic
 from tests.support.processes import podledger_env
 
 pytestmark = pytest.mark.kafka
@@ -69,8 +69,7 @@ def test_a_fold_worker_that_cannot_deliver_turns_unhealthy_and_catches_up(
     assert get(port, "/healthz")[0] == 500
     assert len(asyncio.run(read_records(settings, "pod-status-history"))) == before
 
-    changes = asyncio.run(ensure_topics(settings))  # the operator's repair
-    assert any(change.action == "altered" for change in changes)
+    asyncio.run(accept_writes(settings, Topic.POD_STATUS_HISTORY))  # the operator's repair
     wait_for(lambda: get(port, "/healthz") == (200, "ok\n"), timeout=60, what="healthy again", alive=proc)
     journal = wait_for_topic(settings, "journal", EVENTS, timeout=120, alive=proc)
     assert len({(m[1], m[2]) for m in journal}) == EVENTS  # each event once (resends are exact copies)
@@ -130,7 +129,7 @@ def test_a_node_agent_that_cannot_deliver_turns_unhealthy_and_sends_once_it_can(
     assert asyncio.run(read_records(settings, "pleg")) == []
     assert asyncio.run(read_records(settings, "pod-updates"))  # other topics still take writes
 
-    asyncio.run(refuse_writes(settings, Topic.PLEG, 1 << 20))  # the operator's repair
+    asyncio.run(accept_writes(settings, Topic.PLEG))  # the operator's repair
     wait_for(lambda: get(port, "/healthz") == (200, "ok\n"), timeout=60, what="healthy again", alive=proc)
     pleg = wait_for(lambda: asyncio.run(read_records(settings, "pleg")), timeout=60, what="pleg events")
     uids = {r.key for r in asyncio.run(read_records(settings, "pod-updates"))}

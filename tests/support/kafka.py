@@ -14,7 +14,8 @@ from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from podledger.config import Settings
 from podledger.partitioner import partition_for_node
 from podledger.schemas import encode, models
-from podledger.streams.topics import start_admin
+from podledger.streams.topic_state import configs_match, topic_configs
+from podledger.streams.topics import ALL_TOPICS, start_admin
 from podledger.types import JSONDict, Topic
 from tests.support.processes import PodledgerProcess, wait_for
 
@@ -184,14 +185,36 @@ async def publish_desired(
 
 async def refuse_writes(settings: Settings, topic: Topic, limit: int = 64) -> None:
     """Make the broker answer MESSAGE_TOO_LARGE to any record over `limit` bytes on `topic`."""
+    await set_topic_configs(settings, topic, {"max.message.bytes": str(limit)})
+
+
+async def accept_writes(settings: Settings, topic: Topic) -> None:
+    """Undo refuse_writes, as the operator who set the limit would: the topic's configs become
+    what podledger declares for it, and nothing else (`podledger topics create` keeps a config it
+    does not declare, such as max.message.bytes)."""
+    [spec] = [t for t in ALL_TOPICS if t.name == topic]
+    await set_topic_configs(settings, topic, spec.configs(settings.replication_factor))
+
+
+async def set_topic_configs(settings: Settings, topic: str, configs: dict[str, str]) -> None:
+    """Give a topic these configs, as someone other than podledger would, and wait until the broker
+    has them in force. They replace all the topic's own (the broker's AlterConfigs)."""
+    name = settings.topic(topic)
     admin = await start_admin(settings)
     try:
-        await admin.alter_configs(
-            [
-                ConfigResource(
-                    ConfigResourceType.TOPIC, settings.topic(topic), {"max.message.bytes": str(limit)}
-                )
-            ]
-        )
+        await admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, name, configs)])
+        async with asyncio.timeout(30):  # the change reaches the broker's metadata asynchronously
+            while not await configs_match(admin, {name: configs}):
+                await asyncio.sleep(0.1)
+    finally:
+        await admin.close()
+
+
+async def configs_in_force(settings: Settings, topic: str) -> dict[str, str]:
+    """Every config of a topic as the broker has it in force."""
+    name = settings.topic(topic)
+    admin = await start_admin(settings)
+    try:
+        return (await topic_configs(admin, [name]))[name]
     finally:
         await admin.close()
