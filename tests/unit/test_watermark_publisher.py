@@ -37,8 +37,12 @@ class Admin:
     async def describe_configs(self, resources: list[Any]) -> list[Any]:
         self.config_reads += 1
         by_name = {self.settings.topic(t): v for t, v in self.types.items()}
-        rows = [(0, None, 2, r.name, [("message.timestamp.type", by_name[r.name])]) for r in resources]
-        return [SimpleNamespace(resources=rows)]
+        # DescribeConfigs v1's entries: name, value, read only, source (1: the topic's own), sensitive.
+        rows = [
+            (0, None, 2, r.name, [("message.timestamp.type", by_name[r.name], False, 1, False, [])])
+            for r in resources
+        ]
+        return [SimpleNamespace(API_VERSION=1, resources=rows)]
 
     async def describe_topics(self, names: list[str]) -> list[dict[str, Any]]:
         return [{"topic": n, "partitions": [{"replicas": list(range(self.replicas))}]} for n in names]
