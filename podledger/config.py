@@ -174,6 +174,14 @@ class Settings:
 
         return str(cache_dir() / "audit" / f"{self.topic_prefix or 'unprefixed.'}sqlite")
 
+    def faust_data_dir(self) -> str:
+        """Faust's working files for the fold app: PODLEDGER_DATA_DIR, else faust/<app id> under the cache."""
+        if self.data_dir:
+            return self.data_dir
+        from podledger.paths import cache_dir
+
+        return str(cache_dir() / "faust" / self.fold_app_id)
+
     def runtime_dir(self) -> str:
         """The process runtime's state directory: one per node, so agents of several nodes never share it."""
         if self.runtime_state_dir:

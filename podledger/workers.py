@@ -38,7 +38,6 @@ from typing import IO
 from podledger.children import die_with_parent
 from podledger.config import ENV_PREFIX, Settings
 from podledger.errors import UserError
-from podledger.paths import cache_dir
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +86,7 @@ def settings_env(settings: Settings) -> dict[str, str]:
 def worker_env(settings: Settings, index: int) -> dict[str, str]:
     """The PODLEDGER_* environment of fold worker `index`: the supervisor's settings, one worker,
     a data directory of its own and, when health is served, a port of its own."""
-    data_dir = Path(settings.data_dir or cache_dir() / "faust" / settings.fold_app_id) / f"worker-{index}"
+    data_dir = Path(settings.faust_data_dir()) / f"worker-{index}"
     return {
         **settings_env(settings),
         ENV_PREFIX + "FOLD_WORKERS": "1",

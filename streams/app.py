@@ -21,7 +21,6 @@ from podledger.delivery import ProducerSlot, deliver
 from podledger.kafka import node_signer
 from podledger.keys import load_keyring
 from podledger.partitioner import partition_for_node
-from podledger.paths import cache_dir
 from podledger.schemas import cloud_events, encode
 from podledger.streams.fold_consumer import FetchSettings
 from podledger.streams.fold_loop import FoldLoop
@@ -61,7 +60,7 @@ class Pipeline:
 
     def __init__(self, settings: Settings, *, fold: bool = True) -> None:
         self.settings = settings
-        datadir = Path(settings.data_dir or cache_dir() / "faust" / settings.fold_app_id)
+        datadir = Path(settings.faust_data_dir())
         datadir.parent.mkdir(parents=True, exist_ok=True)  # Faust creates only the last level
         self.app = (FoldApp if fold else faust.App)(
             settings.fold_app_id,

@@ -17,7 +17,6 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from podledger import local
 from podledger.config import Settings
-from podledger.paths import cache_dir
 from podledger.streams.topics import start_admin
 
 
@@ -67,7 +66,7 @@ def drop_bench_leftovers() -> int:
     for prefix, settings in list(_made.items()):
         del _made[prefix]
         if not settings.data_dir:  # the default place, of this prefix alone (never a directory set by hand)
-            shutil.rmtree(cache_dir() / "faust" / settings.fold_app_id, ignore_errors=True)
+            shutil.rmtree(settings.faust_data_dir(), ignore_errors=True)
         try:
             dropped += asyncio.run(_drop(settings, prefix))
         except Exception as exc:  # a benchmark's own failure says more: this one is only reported

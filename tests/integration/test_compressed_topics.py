@@ -13,10 +13,10 @@ from aiokafka import AIOKafkaProducer
 from podledger.config import Settings
 from podledger.partitioner import partition_for_node
 from podledger.schemas import encode
-from podledger.streams.topics import ALL_TOPICS, ensure_topics
+from podledger.streams.topics import ensure_topics
 from podledger.types import Topic
 from podledger.workload import workload
-from tests.support.kafka import read_topic, set_topic_configs, wait_for_topic
+from tests.support.kafka import declared_configs, read_topic, set_topic_configs, wait_for_topic
 from tests.support.processes import podledger_env
 
 pytestmark = pytest.mark.kafka
@@ -27,8 +27,7 @@ PODS, EVENTS = 6, 60  # per codec
 
 async def store_compressed(settings: Settings, topic: str) -> None:
     """The broker compresses what it stores of `topic` with zstd, whatever the writer sent."""
-    ours = next(t for t in ALL_TOPICS if t.name == topic).configs(settings.replication_factor)
-    await set_topic_configs(settings, topic, ours | {"compression.type": "zstd"})
+    await set_topic_configs(settings, topic, declared_configs(settings, topic) | {"compression.type": "zstd"})
 
 
 async def produce_with(settings: Settings, codec: str, seed: int) -> set[str]:

@@ -13,7 +13,8 @@ from aiokafka import AIOKafkaProducer
 from podledger.config import Settings
 from podledger.errors import UserError
 from podledger.streams.topics import ALL_TOPICS, describe, ensure_topics
-from tests.support.kafka import configs_in_force, set_topic_configs
+from podledger.types import Topic
+from tests.support.kafka import configs_in_force, declared_configs, set_topic_configs
 
 pytestmark = pytest.mark.kafka
 
@@ -67,15 +68,14 @@ def test_a_repair_keeps_what_else_is_set_on_the_topic(settings: Settings) -> Non
     """An operator's own config (here compression.type) outlives podledger bringing one of its
     configs back: the broker replaces a topic's whole config on each change."""
     asyncio.run(ensure_topics(settings))
-    name = settings.topic("pod-status-history")
-    ours = next(t for t in ALL_TOPICS if t.name == "pod-status-history").configs(settings.replication_factor)
-
+    topic = Topic.POD_STATUS_HISTORY
+    ours = declared_configs(settings, topic)
     changed = ours | {"compression.type": "zstd", "retention.ms": "1000"}
-    asyncio.run(set_topic_configs(settings, "pod-status-history", changed))
-    change = {c.topic: c for c in asyncio.run(ensure_topics(settings))}[name]
+    asyncio.run(set_topic_configs(settings, topic, changed))
+    change = {c.topic: c for c in asyncio.run(ensure_topics(settings))}[settings.topic(topic)]
     assert change.action == "altered" and change.detail == f"retention.ms={ours['retention.ms']}"
 
-    after = asyncio.run(configs_in_force(settings, "pod-status-history"))
+    after = asyncio.run(configs_in_force(settings, topic))
     assert after["retention.ms"] == ours["retention.ms"] and after["compression.type"] == "zstd"
     assert {c.action for c in asyncio.run(ensure_topics(settings))} == {"unchanged"}
 

@@ -26,11 +26,11 @@ from podledger.read.client import partition_watermarks, watermark
 from podledger.read.client.pods import STATUS_VERSION_ANNOTATION
 from podledger.schemas import decode, encode
 from podledger.schemas.cloud_events import rfc3339_ms
-from podledger.streams.topics import TOPICS, ensure_topics
+from podledger.streams.topics import ensure_topics
 from podledger.types import Topic
 from podledger.workload import IngressEvent, PodLife, workload
 from tests.support import wait_for
-from tests.support.kafka import read_records, set_topic_configs
+from tests.support.kafka import declared_configs, read_records, set_topic_configs
 from tests.support.processes import PodledgerProcess, podledger_env, serve_kubeconfig, start_serve
 
 pytestmark = pytest.mark.kafka
@@ -244,8 +244,7 @@ def test_serve_says_whether_a_past_answer_is_complete_and_kubectl_prints_the_war
 
 async def stamp_by_writers(settings: Settings, topic: Topic) -> None:
     """Make `topic` CreateTime, as a topic an older podledger created (its other configs kept)."""
-    [spec] = [t for t in TOPICS if t.name == topic]
-    configs = spec.configs(settings.replication_factor) | {"message.timestamp.type": "CreateTime"}
+    configs = declared_configs(settings, topic) | {"message.timestamp.type": "CreateTime"}
     await set_topic_configs(settings, topic, configs)
 
 

@@ -192,8 +192,13 @@ async def accept_writes(settings: Settings, topic: Topic) -> None:
     """Undo refuse_writes, as the operator who set the limit would: the topic's configs become
     what podledger declares for it, and nothing else (`podledger topics create` keeps a config it
     does not declare, such as max.message.bytes)."""
+    await set_topic_configs(settings, topic, declared_configs(settings, topic))
+
+
+def declared_configs(settings: Settings, topic: str) -> dict[str, str]:
+    """The configs podledger declares for a topic (streams/topics.py), at the settings' replication."""
     [spec] = [t for t in ALL_TOPICS if t.name == topic]
-    await set_topic_configs(settings, topic, spec.configs(settings.replication_factor))
+    return spec.configs(settings.replication_factor)
 
 
 async def set_topic_configs(settings: Settings, topic: str, configs: dict[str, str]) -> None:
