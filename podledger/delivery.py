@@ -2,7 +2,8 @@
 acknowledges them, on a new producer after a failure, with the health of a component's writes.
 
 `deliver` sends one record, `deliver_batched` many as whole record batches (the fold's bulk
-output); `ProducerSlot` is the producer they replace after a failure.
+output), records and batches built already (podledger.record_batch) alike; `ProducerSlot` is the
+producer they replace after a failure.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from typing import Any
 
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
+from aiokafka.record.util import calc_crc32c
 
 from podledger.config import Settings
+from podledger.record_batch import HEADER_BYTES, RecordBatch
 
 __all__ = [
     "DeliveryHealth",
@@ -32,6 +35,7 @@ log = logging.getLogger(__name__)
 
 RETRY_FIRST_S, RETRY_MAX_S = 0.2, 5.0
 UNHEALTHY_AFTER_S = 30.0  # a producer failing this long makes its component unhealthy
+MAX_BATCH_BYTES = 1 << 20  # the most a record batch holds (a record larger alone fills one)
 
 
 class DeliveryHealth:
@@ -72,7 +76,7 @@ class ProducerSlot:
             "acks": "all",
             "enable_idempotence": True,  # a retried batch is written once
             "linger_ms": 2,
-            "max_batch_size": 1 << 20,
+            "max_batch_size": MAX_BATCH_BYTES,
             "max_request_size": 8 << 20,
             **options,
         }
@@ -157,15 +161,16 @@ class OutRecord:
 
 
 async def deliver_batched(
-    records: Sequence[OutRecord],
+    records: Sequence[OutRecord | RecordBatch],
     producer: Callable[[], Awaitable[AIOKafkaProducer]],
     health: DeliveryHealth,
     reset: Reset | None = None,
 ) -> list[int]:
     """Send records and wait until the broker has acknowledged every one; returns each record's
-    offset. They go out as whole record batches, one per topic-partition (more when one passes the
-    producer's batch size), with one delivery future per batch instead of a send, a future and a
-    callback per record.
+    offset (a built batch's: that of its last record). They go out as whole record batches, one
+    per topic-partition (more when one passes the producer's batch size, and each built batch as
+    it is), in order, with one delivery future per batch instead of a send, a future and a callback
+    per record.
 
     A refused write is never dropped and never raises: from the first failed batch of a
     topic-partition on, that topic-partition's records are sent again in order, with back-off, on
@@ -206,7 +211,8 @@ async def deliver_batched(
                 raise result
             else:
                 for n, i in enumerate(members):
-                    offsets[i] = result.offset + n
+                    item = records[i]
+                    offsets[i] = result.offset + (item.count - 1 if isinstance(item, RecordBatch) else n)
         if not retry:
             health.delivered()
             return offsets
@@ -215,13 +221,21 @@ async def deliver_batched(
 
 
 def _batches(
-    client: AIOKafkaProducer, records: Sequence[OutRecord], indices: list[int]
+    client: AIOKafkaProducer, records: Sequence[OutRecord | RecordBatch], indices: list[int]
 ) -> list[tuple[list[int], Any]]:
-    """The records at `indices` (one topic-partition, in order) as filled record batches."""
+    """The records at `indices` (one topic-partition, in order) as filled record batches; a built
+    batch goes as it is, between the batches of the records before and after it."""
     out: list[tuple[list[int], Any]] = []
     batch, members = client.create_batch(), list[int]()
     for i in indices:
         r = records[i]
+        if isinstance(r, RecordBatch):
+            if members:
+                batch.close()
+                out.append((members, batch))
+                batch, members = client.create_batch(), list[int]()
+            out.append(([i], _BuiltBatchBuilder(r)))
+            continue
         if batch.append(key=r.key, value=r.value, timestamp=None, headers=r.headers or []) is None:
             out.append((members, batch))  # full (and closed by aiokafka): the record opens the next
             batch, members = client.create_batch(), list[int]()
@@ -231,3 +245,36 @@ def _batches(
         batch.close()  # complete: sent without lingering for more
         out.append((members, batch))
     return out
+
+
+class _BuiltBatchBuilder:
+    """aiokafka's BatchBuilder interface over a RecordBatch, for send_batch: closed and full; a
+    producer gives it its state just before it is built (a new one for each send)."""
+
+    def __init__(self, batch: RecordBatch) -> None:
+        self._batch = batch
+        self._header = bytes(batch.data[:HEADER_BYTES])
+        self._buffer: bytes | None = None
+
+    def append(self, **_: Any) -> None:
+        return None  # full: nothing more goes in
+
+    def close(self) -> None:
+        pass
+
+    def closed(self) -> bool:
+        return True
+
+    def size(self) -> int:
+        return len(self._batch.data)
+
+    def record_count(self) -> int:
+        return self._batch.count
+
+    def _set_producer_state(self, producer_id: int, producer_epoch: int, base_sequence: int) -> None:
+        self._header = self._batch.header_for(producer_id, producer_epoch, base_sequence, calc_crc32c)
+
+    def _build(self) -> bytes:
+        if self._buffer is None:
+            self._buffer = self._header + self._batch.data[HEADER_BYTES:]
+        return self._buffer

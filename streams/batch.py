@@ -33,6 +33,7 @@ from typing import Any
 import orjson
 
 from podledger.partitioner import partition_for_node
+from podledger.record_batch import RecordBatch
 from podledger.schemas import from_dict, models
 from podledger.schemas.origin import Forged, Headers, Proof, claimed, verify
 from podledger.streams.fold import (
@@ -114,6 +115,13 @@ class Batch:
     outputs: list[tuple[int, Output]] = field(default_factory=list)
     changed: dict[bytes, tuple[int, PodRecord | bytes | None]] = field(default_factory=dict)
     newest: dict[int, int] = field(default_factory=dict)  # partition -> newest pod-updates event time
+    # What the native core sealed itself (streams/foldcore/serve_sealed.go), published before
+    # `journal` and `outputs`: its record batches (topic: the logical name), the chains' heads after
+    # them, and how many journal entries and versions they hold.
+    built: list[RecordBatch] = field(default_factory=list)
+    heads: dict[tuple[str, int], bytes] = field(default_factory=dict)
+    built_events: int = 0
+    built_versions: int = 0
 
 
 def placed(proof: Proof, at: Coordinates, partitions: int) -> Proof:

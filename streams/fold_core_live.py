@@ -1,8 +1,9 @@
 """The live fold's native core: a long-lived `podfold --serve` process per fold worker.
 
-The fold loop (streams/fold_loop.py) hands it each batch of input records; the core folds them as
-BatchFold would and answers with the batch's outputs already encoded and the pod records it
-changed, as fold-state bytes. It holds every record of the worker's partitions: the loop loads
+The fold loop (streams/fold_loop.py) hands it each batch of input records with the heads of their
+partitions' hash chains; the core folds them as BatchFold would, seals the outputs as
+streams/seal.py would, and answers with them as whole Kafka record batches, and with the pod
+records it changed, as fold-state bytes. It holds every record of the worker's partitions: the loop loads
 them on restore and after any batch it folded itself. With a keyring, the worker checks each
 record's proof of origin here (`core_inputs`: its MAC, and that its node writes to its partition)
 and hands the core the proven node and sequence number; the core checks that the event names that
@@ -27,6 +28,7 @@ from typing import Any, NoReturn, Protocol
 
 import orjson
 
+from podledger.delivery import MAX_BATCH_BYTES
 from podledger.errors import UserError
 from podledger.schemas.origin import Forged, verify
 from podledger.streams.batch import Batch, BatchFold, Waiting, placed
@@ -35,10 +37,10 @@ from podledger.streams.fold_core_wire import (
     OK,
     CoreGaveUp,
     CoreInput,
-    batch_request,
-    decode_batch,
     decode_gave_up,
+    decode_sealed,
     load_request,
+    sealed_request,
 )
 from podledger.streams.outputs import Coordinates
 
@@ -53,10 +55,18 @@ class LiveCore:
     (`start_fold`) before its answer is wanted (`result`), so the core folds it while the loop
     seals and sends the batch before. `close` ends the process, a batch handed over included."""
 
-    def __init__(self, path: str, max_event_bytes: int, hold_max_events: int) -> None:
+    def __init__(
+        self,
+        path: str,
+        max_event_bytes: int,
+        hold_max_events: int,
+        topic_prefix: str,
+        record_batch_bytes: int = MAX_BATCH_BYTES,
+    ) -> None:
         self._command = [
             *(path, "--serve", "--max-event-bytes", str(max_event_bytes)),
             *("--hold-max-events", str(hold_max_events)),
+            *("--topic-prefix", topic_prefix, "--record-batch-bytes", str(record_batch_bytes)),
         ]
         self._proc: asyncio.subprocess.Process | None = None
         self._lock = asyncio.Lock()  # held while a request is written or an answer read
@@ -81,15 +91,20 @@ class LiveCore:
                 await self._answer(proc)
         return count
 
-    async def fold(self, inputs: Sequence[CoreInput], clock: dict[int, int]) -> Batch | CoreGaveUp:
-        """Fold a batch of ingress records, in order; `clock` is each partition's newest
-        pod-updates event time before it (the batch's `newest` starts from it)."""
-        return await self.result(await self.start_fold(inputs, clock))
+    async def fold(
+        self, inputs: Sequence[CoreInput], clock: dict[int, int], heads: Mapping[tuple[str, int], bytes]
+    ) -> Batch | CoreGaveUp:
+        """Fold a batch of ingress records, in order, and seal its outputs; `clock` is each
+        partition's newest pod-updates event time before it (the batch's `newest` starts from
+        it), `heads` the hash chains' heads before it (streams/seal.py)."""
+        return await self.result(await self.start_fold(inputs, clock, heads))
 
-    async def start_fold(self, inputs: Sequence[CoreInput], clock: dict[int, int]) -> Started:
+    async def start_fold(
+        self, inputs: Sequence[CoreInput], clock: dict[int, int], heads: Mapping[tuple[str, int], bytes]
+    ) -> Started:
         """Hand the core a batch (as `fold`) and return at once; its answer is `result`, which
         must be read before any other request. Either every input has its proof or none has."""
-        request = batch_request(inputs)
+        request = sealed_request(inputs, heads)
         async with self._lock:
             proc = await self._send(request)
             started = self._started = Started(proc, dict(clock))
@@ -107,7 +122,7 @@ class LiveCore:
                 self._started = None
         if answer[0] == GAVE_UP:
             return decode_gave_up(answer)
-        return decode_batch(answer, started.clock)
+        return decode_sealed(answer, started.clock)
 
     async def _send(self, request: bytes) -> asyncio.subprocess.Process:
         if self._started is not None:
@@ -181,12 +196,14 @@ async def fold_batch(
     fold: BatchFold,
     inputs: Sequence[tuple[Coordinates, InputRecord]],
     waiting: Waiting,
+    heads: Mapping[tuple[str, int], bytes],
     started: Started | None = None,
 ) -> tuple[Batch, bool]:
-    """Fold a batch of inputs into `fold`'s batch: through the core when it covers them, else with
-    the Python fold; then give up held events that have waited too long (`waiting`: the records
-    holding some and since when, see BatchFold.expire_held). Returns the batch and whether the
-    core folded it. `started`: these inputs were handed to the core already (`core_inputs`).
+    """Fold a batch of inputs into `fold`'s batch: through the core when it covers them (its
+    outputs then sealed from the chains' `heads`), else with the Python fold; then give up held
+    events that have waited too long (`waiting`: the records holding some and since when, see
+    BatchFold.expire_held). Returns the batch and whether the core folded it. `started`: these
+    inputs were handed to the core already (`core_inputs`).
 
     The core is then taught what the Python fold changed and what it forgot, so it holds every
     record as the caller's store will."""
@@ -196,7 +213,7 @@ async def fold_batch(
     elif core is not None and inputs:
         handed = core_inputs(inputs, fold.keyring, fold.partitions)
         if handed is not None:
-            answer = await core.fold(handed, fold.batch.newest)
+            answer = await core.fold(handed, fold.batch.newest, heads)
     if isinstance(answer, Batch):
         fold.batch = answer
     else:

@@ -1,18 +1,18 @@
 """The wire format between the live fold worker and its native core (`podfold --serve`): requests
-made of plain data, answers read back into what the Python fold would have made. The format is
-written down in streams/foldcore/serve.go: little-endian, lengths u32, 0xFFFFFFFF for None."""
+made of plain data, answers read back into what the Python fold would have made, its outputs
+sealed already as Kafka record batches. The format is written down in streams/foldcore/serve.go
+and serve_sealed.go: little-endian, lengths u32, 0xFFFFFFFF for None."""
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from podledger.errors import UserError
-from podledger.schemas.cloud_events import StatusFacts
-from podledger.schemas.origin import Proof, proof_headers
+from podledger.record_batch import RecordBatch
+from podledger.schemas.origin import Proof
 from podledger.streams.batch import Batch
-from podledger.streams.outputs import Coordinates, Output
+from podledger.streams.outputs import Coordinates
 from podledger.types import Topic
 
 # The ingress topics as the core numbers them.
@@ -25,15 +25,19 @@ TOPIC_CODES: dict[str, int] = {
 
 _NONE = 0xFFFFFFFF
 OK, GAVE_UP = 0, 3  # an answer's first byte
-_JOURNAL, _VERSION, _TOMBSTONE, _PROVEN_JOURNAL = 0, 1, 2, 3
 
 _U32 = struct.Struct("<I")
 _INPUT_HEAD = struct.Struct("<BIqqI")  # topic code, partition, offset, ts_ms, value length
-_OUTPUT_HEAD = struct.Struct("<BII")  # kind, partition, key length
-_VERSION_FACTS = struct.Struct("<qqI")  # version, ts_ms, node length
 _TWO_U32 = struct.Struct("<II")  # a changed record's partition and key length
 _PARTITION_TIME = struct.Struct("<Iq")
 _U64 = struct.Struct("<Q")
+
+# The topics of a sealed answer's record batches, as the core numbers them; heads use the same.
+SEALED_TOPICS: tuple[Topic, ...] = (Topic.JOURNAL, Topic.POD_STATUS, Topic.POD_STATUS_HISTORY)
+_SEALED_CODES = {topic: code for code, topic in enumerate(SEALED_TOPICS)}
+_BUILT_HEAD = struct.Struct("<BIIIII")  # topic, partition, records, their CRC, its shift, length
+_HEAD = struct.Struct("<BI")  # a chain head's topic and partition (its 32 bytes follow)
+HEAD_BYTES = 32
 
 # An input as the core takes it: where it sits, its value, and its proven writer (with a keyring).
 CoreInput = tuple[Coordinates, bytes | None, Proof | None]
@@ -57,11 +61,22 @@ def load_request(records: Iterable[tuple[bytes, bytes | None]]) -> tuple[bytes, 
     return b"L" + _U32.pack(count) + b"".join(parts), count
 
 
-def batch_request(inputs: Sequence[CoreInput]) -> bytes:
-    """The request that folds a batch: 'P' when its inputs carry proofs of origin (every one must),
-    'B' when none does."""
+def sealed_request(inputs: Sequence[CoreInput], heads: Mapping[tuple[str, int], bytes]) -> bytes:
+    """The request that folds a batch and seals its outputs ('S'): whether its inputs carry proofs
+    of origin (every one must, or none), the heads of the chains of every partition its inputs are
+    on (those `heads` holds), then the inputs."""
     proven = bool(inputs) and inputs[0][2] is not None
-    parts = [b"P" if proven else b"B", _U32.pack(len(inputs))]
+    partitions = sorted({at.partition for at, _, _ in inputs})
+    given = [
+        (topic, p, heads[(topic, p)])
+        for p in partitions
+        for topic in (Topic.JOURNAL, Topic.POD_STATUS_HISTORY)
+        if (topic, p) in heads
+    ]
+    parts = [b"S", b"\x01" if proven else b"\x00", _U32.pack(len(given))]
+    for topic, p, chain_head in given:
+        parts += (_HEAD.pack(_SEALED_CODES[topic], p), chain_head)
+    parts.append(_U32.pack(len(inputs)))
     head, codes, u32, u64 = _INPUT_HEAD.pack, TOPIC_CODES, _U32.pack, _U64.pack
     for at, value, proof in inputs:
         size = _NONE if value is None else len(value)
@@ -92,56 +107,33 @@ def decode_gave_up(answer: bytes) -> CoreGaveUp:
     return CoreGaveUp(reason, dropped)
 
 
-def decode_batch(answer: bytes, clock: dict[int, int]) -> Batch:
-    """A folded batch's answer as the Batch the Python fold would have made (its outputs carry
-    their bytes; its changed records are fold-state bytes). A tight loop over the answer's fields,
-    several outputs an event: the worker's time per event is what this is about."""
+def decode_sealed(answer: bytes, clock: dict[int, int]) -> Batch:
+    """A sealed answer as a Batch: its outputs as the core's record batches (`built`, with the
+    chains' heads after them), its changed records as fold-state bytes."""
     batch = Batch(newest=dict(clock))
-    journal, outputs, changed = batch.journal, batch.outputs, batch.changed
-    u32, head, facts_of = _U32.unpack_from, _OUTPUT_HEAD.unpack_from, _VERSION_FACTS.unpack_from
-    pos = 1
-    (count,) = u32(answer, pos)
+    view = memoryview(answer)
+    batch.built_events, batch.built_versions, count = struct.unpack_from("<III", answer, 1)
+    pos = 13
+    for _ in range(count):
+        topic, partition, records, crc, shift, size = _BUILT_HEAD.unpack_from(answer, pos)
+        pos += _BUILT_HEAD.size
+        data = view[pos : pos + size]
+        pos += size
+        batch.built.append(RecordBatch(SEALED_TOPICS[topic], partition, records, data, crc, shift))
+    (count,) = _U32.unpack_from(answer, pos)
     pos += 4
     for _ in range(count):
-        kind, partition, size = head(answer, pos)
-        pos += 9
-        uid = answer[pos : pos + size].decode()
-        pos += size
-        if kind == _TOMBSTONE:
-            outputs.append((partition, Output(Topic.POD_STATUS, uid, None)))
-            continue
-        (size,) = u32(answer, pos)
-        value = answer[pos + 4 : pos + 4 + size]
-        pos += 4 + size
-        if kind == _JOURNAL:
-            journal.append((partition, Output(Topic.JOURNAL, uid, value, encoded=value)))
-            continue
-        if kind == _PROVEN_JOURNAL:
-            (size,) = u32(answer, pos)
-            node = answer[pos + 4 : pos + 4 + size].decode()
-            pos += 4 + size
-            proof = Proof(node, _U64.unpack_from(answer, pos)[0])
-            pos += 8
-            headers = proof_headers(proof)
-            journal.append((partition, Output(Topic.JOURNAL, uid, value, headers, encoded=value)))
-            continue
-        if kind != _VERSION:
-            raise UserError(
-                f"the native fold core sent an output of kind {kind}, which this podledger does not know"
-            )
-        version, ts_ms, size = facts_of(answer, pos)
-        pos += 20
-        node = answer[pos : pos + size].decode()
-        pos += size
-        (size,) = u32(answer, pos)
-        namespace = answer[pos + 4 : pos + 4 + size].decode()
-        pos += 4 + size
-        (size,) = u32(answer, pos)
-        name = answer[pos + 4 : pos + 4 + size].decode()
-        pos += 4 + size
-        facts = StatusFacts(uid, version, node, ts_ms, namespace, name)
-        outputs.append((partition, Output(Topic.POD_STATUS, uid, facts, encoded=value)))
-        outputs.append((partition, Output(Topic.POD_STATUS_HISTORY, uid, facts, encoded=value)))
+        topic, partition = _HEAD.unpack_from(answer, pos)
+        pos += _HEAD.size
+        batch.heads[(SEALED_TOPICS[topic], partition)] = answer[pos : pos + HEAD_BYTES]
+        pos += HEAD_BYTES
+    _decode_changed(answer, pos, batch)
+    return batch
+
+
+def _decode_changed(answer: bytes, pos: int, batch: Batch) -> None:
+    """The end of a folded batch's answer: the records it changed and its newest times."""
+    changed, u32 = batch.changed, _U32.unpack_from
     (count,) = u32(answer, pos)
     pos += 4
     for _ in range(count):
@@ -162,4 +154,3 @@ def decode_batch(answer: bytes, clock: dict[int, int]) -> Batch:
         partition, ts_ms = _PARTITION_TIME.unpack_from(answer, pos)
         pos += 12
         newest[partition] = max(newest.get(partition, ts_ms), ts_ms)
-    return batch

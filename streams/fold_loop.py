@@ -98,7 +98,7 @@ class FoldLoop:
         loses none of them: the successor re-applies the journal after the stored marker.
 
         With the native core, the next batch, when fetched already, is handed to the core as soon
-        as batch n is folded, so the core folds n+1 while this loop seals and sends n."""
+        as batch n is folded and sealed, so the core folds n+1 while this loop sends n."""
         try:
             with self.gc_pauses:
                 await self._run()
@@ -124,8 +124,8 @@ class FoldLoop:
                     settle_long_lived_heap()
             async with self._folding:  # a rebalance's revocation waits for the batch being folded
                 batch, folded = await self._fold(delivery, ahead)
-                self._ahead = await self._fold_ahead(batch)
-                self._seal(batch)
+                self._seal(batch)  # before the next batch is handed over: its chains go on from here
+                self._ahead = await self._fold_ahead()
             held = self._held()
             await self.flight.room()
             self.flight.send(batch, folded, functools.partial(self._stored, delivery, held))
@@ -135,10 +135,10 @@ class FoldLoop:
         self.intake.acknowledge(delivery)
         self.watermarks.stored([_Applied.of(r) for r in delivery.newest.values()], held, self._recovered)
 
-    async def _fold_ahead(self, batch: Batch) -> _Ahead | None:
+    async def _fold_ahead(self) -> _Ahead | None:
         """Take the next delivery if it is fetched already and hand it to the core, which folds it
-        while this loop seals and sends `batch` (the batch before it). Not when it needs a restore
-        first: it is only taken then."""
+        while this loop sends the batch before it. Not when it needs a restore first: it is only
+        taken then."""
         if self.core is None:
             return None
         self.flight.reap()
@@ -150,11 +150,10 @@ class FoldLoop:
         inputs, folded = self._inputs(delivery)
         if not inputs:
             return _Ahead(delivery)
-        clock = {**self._clock, **batch.newest}  # as `_seal` leaves it
         handed = core_inputs(inputs, self.keyring, self.settings.partitions)
         if handed is None:  # a record to dead-letter as forged: the Python fold takes the batch
             return _Ahead(delivery)
-        return _Ahead(delivery, inputs, folded, await self.core.start_fold(handed, clock))
+        return _Ahead(delivery, inputs, folded, await self.core.start_fold(handed, self._clock, self._heads))
 
     async def _take(self) -> Delivery:
         """The next batch; a failure of a batch on its way is raised meanwhile, not later (it fails
@@ -180,7 +179,9 @@ class FoldLoop:
             inputs, folded, started = ahead.inputs, ahead.folded, ahead.started
         else:
             (inputs, folded), started = self._inputs(delivery), None
-        batch, native = await fold_batch(self.core, self._batch_fold(), inputs, self._waiting, started)
+        batch, native = await fold_batch(
+            self.core, self._batch_fold(), inputs, self._waiting, self._heads, started
+        )
         if self.core is not None:
             self.counts[("native_batches" if native else "python_batches", "")] += 1
         return batch, folded
@@ -327,4 +328,4 @@ def _live_core(settings: Settings) -> LiveCore | None:
     path = find_core(settings.fold_core)
     if path is None:
         return None
-    return LiveCore(path, settings.max_event_bytes, settings.hold_max_events)
+    return LiveCore(path, settings.max_event_bytes, settings.hold_max_events, settings.topic_prefix)

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from dataclasses import replace
 from typing import cast
 
 from aiokafka import AIOKafkaProducer
 
 from podledger.config import Settings
 from podledger.delivery import OutRecord, ProducerSlot, deliver_batched
+from podledger.record_batch import RecordBatch
 from podledger.streams.batch import Batch
 from podledger.streams.outputs import Output
 from podledger.streams.state import FoldState
@@ -62,17 +64,20 @@ class BatchWriter:
     async def journal(self, batch: Batch) -> dict[int, int]:
         """Stage 1: deliver the journal entries; returns each partition's last journal offset."""
         journal_end: dict[int, int] = {}
-        offsets = await self._deliver(batch.journal, self.journal_out)
-        for (partition, _), offset in zip(batch.journal, offsets, strict=True):
+        built = [b for b in batch.built if b.topic == Topic.JOURNAL]
+        offsets = await self._deliver(built, batch.journal, self.journal_out)
+        partitions = [b.partition for b in built] + [partition for partition, _ in batch.journal]
+        for partition, offset in zip(partitions, offsets, strict=True):
             journal_end[partition] = max(journal_end.get(partition, -1), offset)
         return journal_end
 
     async def outputs(self, batch: Batch) -> None:
         """Stage 2: deliver the versions and dead letters (each after its journal entry)."""
-        await self._deliver(batch.outputs, self.versions_out)
+        built = [b for b in batch.built if b.topic != Topic.JOURNAL]
+        await self._deliver(built, batch.outputs, self.versions_out)
         letters = Counter(out.value.reason for _, out in batch.outputs if out.topic == Topic.DEAD_LETTER)
-        self.counts[("events", "")] += len(batch.journal)
-        self.counts[("versions", "")] += sum(
+        self.counts[("events", "")] += batch.built_events + len(batch.journal)
+        self.counts[("versions", "")] += batch.built_versions + sum(
             1 for _, o in batch.outputs if o.topic == Topic.POD_STATUS_HISTORY
         )
         for reason, n in letters.items():
@@ -108,21 +113,21 @@ class BatchWriter:
         slot = self.state_out
         await deliver_batched(writes.records, slot.get, slot.health, slot.reset)
 
-    async def _deliver(self, outputs: list[tuple[int, Output]], slot: ProducerSlot) -> list[int]:
-        """Publish outputs (co-partitioning: each on the partition number of its input) until the
-        broker acknowledges them all; returns their offsets. They go through a plain aiokafka
-        producer, as whole record batches: Faust's send path would hold them as attachments until
-        the offset commit, and costs several times more per message."""
+    async def _deliver(
+        self, built: list[RecordBatch], outputs: list[tuple[int, Output]], slot: ProducerSlot
+    ) -> list[int]:
+        """Publish the core's record batches, then outputs (co-partitioning: each on the partition
+        number of its input), until the broker acknowledges them all; returns their offsets (a
+        record batch's: its last record's). They go through a plain aiokafka producer, as whole
+        record batches: Faust's send path would hold them as attachments until the offset commit,
+        and costs several times more per message."""
         names = self._names
-        return await deliver_batched(
-            [
-                OutRecord(names[out.topic], partition, out.key.encode(), out.wire_value(), out.headers)
-                for partition, out in outputs
-            ],
-            slot.get,
-            slot.health,
-            slot.reset,
-        )
+        items: list[OutRecord | RecordBatch] = [replace(b, topic=names[b.topic]) for b in built]
+        items += [
+            OutRecord(names[out.topic], partition, out.key.encode(), out.wire_value(), out.headers)
+            for partition, out in outputs
+        ]
+        return await deliver_batched(items, slot.get, slot.health, slot.reset)
 
 
 class _Writes:

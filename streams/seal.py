@@ -16,7 +16,9 @@ def seal(batch: Batch, heads: dict[tuple[str, int], bytes], topic_prefix: str) -
     attributes on status versions (schemas/cloud_events.py), and on journal entries and history
     versions the link of their partition's hash chain (schemas/chain.py). `heads` maps (topic,
     partition) to the hash of the partition's last record; it must hold every partition of the
-    batch (the worker reads it on restore) and advances here."""
+    batch (the worker reads it on restore) and advances here, first past the records the native
+    core sealed already (`batch.built`, `batch.heads`)."""
+    heads.update(batch.heads)
     events: dict[int, list[tuple[str, bytes]]] = {}  # a version goes to two topics: build once
     for partition, out in [*batch.journal, *batch.outputs]:
         topic, value, headers = out.topic, out.value, out.headers

@@ -17,6 +17,7 @@ import (
 //	'L' u32 n, n x {bytes key, nbytes record}      load records (None: the pod has none)  -> u8 0
 //	'B' u32 n, n x {u8 topic, u32 partition, i64 offset, i64 ts_ms, nbytes value}     fold a batch
 //	'P' u32 n, n x {the same, then bytes node, u64 seq}    fold a batch whose origins were proven
+//	'S' a batch as 'B' or 'P', with its chains' heads: answered sealed (serve_sealed.go)
 //
 // 'P' is for a worker with a keyring: the worker has checked each input's proof of origin (its
 // MAC under the node's status key, and that the node writes to the input's partition) and hands
@@ -124,6 +125,11 @@ type Server struct {
 	partition int64   // of the input being folded
 	proof     *origin // of the event being applied, when its origin was proven
 	resp      []byte
+
+	// RecordBatchBytes is the most a sealed answer's record batch holds (0: DefaultRecordBatchBytes).
+	RecordBatchBytes int
+	seal             sealing
+	sealedResp       []byte
 }
 
 // NewServer is a server with no records; maxEventBytes limits an input value's size (0: none).
@@ -143,6 +149,7 @@ func NewServer(maxEventBytes int) *Server {
 		newest:        map[int64]int64{},
 	}
 	s.fold = NewFold(s.emit)
+	s.SetTopicPrefix("")
 	return s
 }
 
@@ -165,6 +172,8 @@ func (s *Server) Serve(in io.Reader, out io.Writer) error {
 			err = s.batch(false)
 		case requestProvenBatch:
 			err = s.batch(true)
+		case requestSealed:
+			err = s.sealedBatch()
 		default:
 			err = &ProtocolError{fmt.Sprintf("unknown request %q", kind)}
 		}
@@ -190,7 +199,7 @@ const maxKeptBuffer = 16 << 20
 
 // trim lets go of buffers a large request grew.
 func (s *Server) trim() {
-	for _, b := range []*[]byte{&s.buf, &s.outputs, &s.records, &s.resp} {
+	for _, b := range []*[]byte{&s.buf, &s.outputs, &s.records, &s.resp, &s.sealedResp, &s.seal.builder.record} {
 		if cap(*b) > maxKeptBuffer {
 			*b = nil
 		}

@@ -5,7 +5,6 @@ reads its consumer in whole fetches (streams/intake.py)."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 
 import orjson
 import pytest
@@ -19,38 +18,10 @@ from podledger.streams.topics import ensure_topics, start_admin
 from podledger.types import INGRESS_TOPICS, Topic
 from podledger.workload import produce, workload
 from tests.support import wait_for
-from tests.support.kafka import accept_writes, read_records, refuse_writes, wait_for_topic
+from tests.support.kafka import Producers, accept_writes, read_records, refuse_writes, wait_for_topic
 from tests.support.processes import podledger_env
 
 pytestmark = pytest.mark.kafka
-
-
-class Producers:
-    """The producer deliver_batched sends through, replaced after a failure as the fold does."""
-
-    def __init__(self, settings: Settings, batch_bytes: int) -> None:
-        self.settings, self.batch_bytes = settings, batch_bytes
-        self.current: AIOKafkaProducer | None = None
-        self.made = 0
-
-    async def get(self) -> AIOKafkaProducer:
-        if self.current is None:
-            self.current = AIOKafkaProducer(
-                bootstrap_servers=self.settings.bootstrap,
-                acks="all",
-                enable_idempotence=True,
-                max_batch_size=self.batch_bytes,
-                request_timeout_ms=5000,
-            )
-            await self.current.start()
-            self.made += 1
-        return self.current
-
-    async def reset(self) -> None:
-        if self.current is not None:
-            with contextlib.suppress(Exception):
-                await self.current.stop()
-            self.current = None
 
 
 def records_for(settings: Settings, topic: Topic, count: int, size: int) -> list[OutRecord]:

@@ -6,6 +6,7 @@ them, and make the broker refuse writes to one.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
@@ -223,3 +224,31 @@ async def configs_in_force(settings: Settings, topic: str) -> dict[str, str]:
         return (await topic_configs(admin, [name]))[name]
     finally:
         await admin.close()
+
+
+class Producers:
+    """The producer deliver_batched sends through, replaced after a failure as the fold does."""
+
+    def __init__(self, settings: Settings, batch_bytes: int) -> None:
+        self.settings, self.batch_bytes = settings, batch_bytes
+        self.current: AIOKafkaProducer | None = None
+        self.made = 0
+
+    async def get(self) -> AIOKafkaProducer:
+        if self.current is None:
+            self.current = AIOKafkaProducer(
+                bootstrap_servers=self.settings.bootstrap,
+                acks="all",
+                enable_idempotence=True,
+                max_batch_size=self.batch_bytes,
+                request_timeout_ms=5000,
+            )
+            await self.current.start()
+            self.made += 1
+        return self.current
+
+    async def reset(self) -> None:
+        if self.current is not None:
+            with contextlib.suppress(Exception):
+                await self.current.stop()
+            self.current = None

@@ -14,9 +14,12 @@ from typing import Any
 
 import orjson
 import pytest
+from aiokafka.record.default_records import DefaultRecordBatch
+from aiokafka.record.util import calc_crc32c
 
 from podledger.errors import UserError
 from podledger.partitioner import partition_for_node
+from podledger.record_batch import RecordBatch
 from podledger.schemas import encode
 from podledger.schemas.origin import derive_keys, sign
 from podledger.streams.batch import BatchFold, Waiting
@@ -32,6 +35,10 @@ from tests.unit.test_rules_version import T0, fixed_input
 
 PARTITIONS = 4
 MAX_BYTES = 1_048_576
+PREFIX = "test."
+GENESIS_HEADS = {
+    (topic, p): b"\0" * 32 for topic in (Topic.JOURNAL, Topic.POD_STATUS_HISTORY) for p in range(PARTITIONS)
+}
 
 
 @dataclass(frozen=True)
@@ -54,7 +61,21 @@ def core_path() -> str:
 
 
 def new_core(path: str) -> LiveCore:
-    return LiveCore(path, MAX_BYTES, HoldLimits().max_events)
+    return LiveCore(path, MAX_BYTES, HoldLimits().max_events, PREFIX)
+
+
+def records_of(built: RecordBatch) -> list[tuple[str, int, str, bytes | None, list[tuple[str, bytes]]]]:
+    """A record batch the core built, read as a consumer reads it once a producer has set its state
+    (its checksum checked), as (topic, partition, key, value, headers)."""
+    header = built.header_for(4242, 3, 17, calc_crc32c)
+    batch = DefaultRecordBatch(bytearray(header + bytes(built.data[len(header) :])))
+    assert batch.validate_crc(), "the checksum does not match once the producer's state is set"
+    assert (batch.producer_id, batch.producer_epoch, batch.base_sequence) == (4242, 3, 17)
+    records = list(batch)
+    assert len(records) == built.count
+    return [
+        (built.topic, built.partition, (r.key or b"").decode(), r.value, list(r.headers)) for r in records
+    ]
 
 
 def as_inputs(values: Iterable[tuple[str, str, bytes]]) -> Inputs:
@@ -93,11 +114,7 @@ class Loop:
         self.state: dict[bytes, bytes] = {}
         self.clock: dict[int, int] = {}
         self.waiting: Waiting = {}
-        self.heads: dict[tuple[str, int], bytes] = {
-            (topic, p): b"\0" * 32
-            for topic in (Topic.JOURNAL, Topic.POD_STATUS_HISTORY)
-            for p in range(PARTITIONS)
-        }
+        self.heads: dict[tuple[str, int], bytes] = dict(GENESIS_HEADS)
         self.native = 0
         self.written: list[tuple[str, int, str, bytes | None, list[tuple[str, bytes]]]] = []
 
@@ -113,14 +130,16 @@ class Loop:
         fold = BatchFold(
             self.lookup, self.limits, MAX_BYTES, self.clock, keyring=self.keyring, partitions=PARTITIONS
         )
-        batch, native = await fold_batch(self.core, fold, inputs, self.waiting, started)
+        batch, native = await fold_batch(self.core, fold, inputs, self.waiting, self.heads, started)
         self.native += native
+        seal(batch, self.heads, PREFIX)
+        self.clock.update(batch.newest)
         ahead = None
         handed = core_inputs(following, self.keyring, PARTITIONS) if following else None
         if handed is not None and self.core is not None:  # the fold loop hands no forged batch ahead
-            ahead = await self.core.start_fold(handed, {**self.clock, **batch.newest})
-        seal(batch, self.heads, "test.")
-        self.clock.update(batch.newest)
+            ahead = await self.core.start_fold(handed, self.clock, self.heads)
+        for built in batch.built:
+            self.written += records_of(built)
         for partition, out in [*batch.journal, *batch.outputs]:
             self.written.append((out.topic, partition, out.key, out.wire_value(), list(out.headers or [])))
         for key, (_, record) in batch.changed.items():
@@ -160,10 +179,22 @@ def both(
     return asyncio.run(run())
 
 
+def by_partition(written: list[Any]) -> dict[tuple[str, int], list[Any]]:
+    """What was written, per topic-partition in order: the order Kafka keeps."""
+    out: dict[tuple[str, int], list[Any]] = {}
+    for w in written:
+        out.setdefault((w[0], w[1]), []).append(w)
+    return out
+
+
 def assert_same(python: Loop, native: Loop) -> None:
     assert len(native.written) == len(python.written)
-    for got, want in zip(native.written, python.written, strict=True):
-        assert got == want
+    got, want = by_partition(native.written), by_partition(python.written)
+    assert got.keys() == want.keys()
+    for where, records in want.items():
+        assert len(got[where]) == len(records), where
+        for mine, theirs in zip(got[where], records, strict=True):
+            assert mine == theirs
     assert native.state.keys() == python.state.keys()
     for key, raw in python.state.items():
         assert orjson.loads(native.state[key]) == orjson.loads(raw), key
@@ -266,7 +297,7 @@ def test_an_event_for_a_pod_the_core_does_not_model_goes_to_the_python_fold(core
             uid = uid_of(orjson.loads(rest[3][1].value or b"{}")).encode()
             proven = orjson.loads(loop.state[uid]) | {"seqs": {"pleg": 2**64 - 1}}
             await core.load([(uid, orjson.dumps(proven))])
-            return uid, await core.fold([(at, m.value, None) for at, m in rest], loop.clock)
+            return uid, await core.fold([(at, m.value, None) for at, m in rest], loop.clock, loop.heads)
         finally:
             await core.close()
 
@@ -283,7 +314,7 @@ def test_a_core_that_stops_is_a_clear_error(core_path: str, tmp_path: Any) -> No
     script.chmod(0o755)
 
     async def run() -> None:
-        core = LiveCore(str(script), MAX_BYTES, 100)
+        core = LiveCore(str(script), MAX_BYTES, 100, PREFIX)
         try:
             await core.load([(b"uid", None)])
         finally:
@@ -392,18 +423,19 @@ def test_a_batch_handed_to_the_core_is_answered_before_any_other_request(core_pa
     async def run() -> tuple[Any, Any, Any]:
         core = new_core(core_path)
         try:
-            started = await core.start_fold(unproven(inputs[:100]), {})
+            started = await core.start_fold(unproven(inputs[:100]), {}, GENESIS_HEADS)
             with pytest.raises(RuntimeError, match="not read yet"):
                 await core.load([(b"uid", None)])
             folded = await core.result(started)
-            second = await core.start_fold(unproven(inputs[100:]), {})
+            second = await core.start_fold(unproven(inputs[100:]), {}, GENESIS_HEADS)
             await core.close()
-            return folded, await core.result(second), await core.fold(unproven(inputs[:100]), {})
+            again = await core.fold(unproven(inputs[:100]), {}, GENESIS_HEADS)
+            return folded, await core.result(second), again
         finally:
             await core.close()
 
     folded, closed, again = asyncio.run(run())
-    assert not isinstance(folded, CoreGaveUp) and len(folded.journal) == 100
+    assert not isinstance(folded, CoreGaveUp) and folded.built_events == 100
     assert isinstance(closed, CoreGaveUp) and closed.dropped == [] and "closed" in closed.reason
     assert not isinstance(again, CoreGaveUp)
-    assert [out.wire_value() for _, out in again.journal] == [out.wire_value() for _, out in folded.journal]
+    assert [r for b in again.built for r in records_of(b)] == [r for b in folded.built for r in records_of(b)]

@@ -34,12 +34,15 @@ func main() {
 		"with --serve: the most events a pod not announced yet holds (HoldLimits.max_events)")
 	parsedRecords := flag.Int("parsed-records", foldcore.DefaultParsedRecords,
 		"with --serve: how many records stay parsed, the most recently used (the last batch's always do; 0: only those)")
+	topicPrefix := flag.String("topic-prefix", "", "with --serve: the deployment's topic prefix, which sealed status versions name (ce_source)")
+	recordBatchBytes := flag.Int("record-batch-bytes", foldcore.DefaultRecordBatchBytes,
+		"with --serve: the most a sealed answer's Kafka record batch holds")
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: podfold [--progress] [FILE]\n       podfold --serve [--max-event-bytes N] [--hold-max-events N] [--parsed-records N]")
+		fmt.Fprintln(os.Stderr, "usage: podfold [--progress] [FILE]\n       podfold --serve [--max-event-bytes N] [--hold-max-events N] [--parsed-records N]\n                [--topic-prefix P] [--record-batch-bytes N]")
 	}
 	flag.Parse()
 	if *serve {
-		if flag.NArg() > 0 || *maxEventBytes < 0 || *parsedRecords < 0 {
+		if flag.NArg() > 0 || *maxEventBytes < 0 || *parsedRecords < 0 || *recordBatchBytes < 1024 {
 			flag.Usage()
 			os.Exit(2)
 		}
@@ -47,6 +50,8 @@ func main() {
 		server := foldcore.NewServer(*maxEventBytes)
 		server.HoldMaxEvents = *holdMaxEvents
 		server.ParsedRecords = *parsedRecords
+		server.RecordBatchBytes = *recordBatchBytes
+		server.SetTopicPrefix(*topicPrefix)
 		if err := server.Serve(os.Stdin, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, "podfold:", err)
 			os.Exit(1)
