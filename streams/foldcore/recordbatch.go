@@ -49,7 +49,7 @@ type batchBuilder struct {
 	stampMs  int64
 	open     map[batchKey]int // topic-partition -> index in batches of its batch being filled
 	batches  []builtBatch
-	record   []byte // one record's body, reused
+	spare    [][]byte // buffers of the last answer's batches, to fill again
 }
 
 type batchKey struct {
@@ -62,36 +62,33 @@ func (b *batchBuilder) reset(maxBytes int, stampMs int64) {
 		b.open = map[batchKey]int{}
 	}
 	clear(b.open)
-	for i := range b.batches {
+	for i := range b.batches { // their buffers serve the next answer's batches
+		if cap(b.batches[i].data) <= maxKeptBuffer {
+			b.spare = append(b.spare, b.batches[i].data[:0])
+		}
 		b.batches[i] = builtBatch{}
 	}
 	b.batches, b.maxBytes, b.stampMs = b.batches[:0], maxBytes, stampMs
 }
 
-// add appends a record (none: a tombstone, no value) to its topic-partition's batch.
+// add appends a record (none: a tombstone, no value) to its topic-partition's batch, written in
+// place: its length is worked out first.
 func (b *batchBuilder) add(topic byte, partition int64, key, value []byte, none bool, headers []recordHeader) {
-	tail := binary.AppendVarint(b.record[:0], int64(len(key)))
-	tail = append(tail, key...)
+	tail := varintLen(len(key)) + len(key) + varintLen(len(headers))
 	if none {
-		tail = binary.AppendVarint(tail, -1)
+		tail++ // -1
 	} else {
-		tail = binary.AppendVarint(tail, int64(len(value)))
-		tail = append(tail, value...)
+		tail += varintLen(len(value)) + len(value)
 	}
-	tail = binary.AppendVarint(tail, int64(len(headers)))
 	for _, h := range headers {
-		tail = binary.AppendVarint(tail, int64(len(h.name)))
-		tail = append(tail, h.name...)
-		tail = binary.AppendVarint(tail, int64(len(h.value)))
-		tail = append(tail, h.value...)
+		tail += varintLen(len(h.name)) + len(h.name) + varintLen(len(h.value)) + len(h.value)
 	}
-	b.record = tail
 	k := batchKey{topic, partition}
 	var bb *builtBatch
 	if i, ok := b.open[k]; ok {
 		bb = &b.batches[i]
 		// The record's length, attributes, timestamp and offset deltas take at most 16 bytes.
-		if len(bb.data)+len(tail)+16 > b.maxBytes {
+		if len(bb.data)+tail+16 > b.maxBytes {
 			b.finish(bb)
 			bb = nil
 		}
@@ -100,13 +97,46 @@ func (b *batchBuilder) add(topic byte, partition int64, key, value []byte, none 
 		b.open[k] = len(b.batches)
 		b.batches = append(b.batches, builtBatch{topic: topic, partition: partition})
 		bb = &b.batches[len(b.batches)-1]
-		bb.data = make([]byte, batchHeaderBytes, batchHeaderBytes+len(tail)+16)
+		if n := len(b.spare); n > 0 {
+			bb.data, b.spare = b.spare[n-1], b.spare[:n-1]
+		}
+		bb.data = append(bb.data[:0], make([]byte, batchHeaderBytes)...)
 	}
-	var head [1 + 2*binary.MaxVarintLen64]byte // attributes 0, timestamp delta 0 (stamped as the batch)
-	h := binary.AppendVarint(head[:2], int64(bb.count))
-	bb.data = binary.AppendVarint(bb.data, int64(len(h)+len(tail)))
-	bb.data = append(append(bb.data, h...), tail...)
+	body := 2 + varintLen(bb.count) + tail // attributes 0, timestamp delta 0: stamped as the batch
+	d := binary.AppendVarint(bb.data, int64(body))
+	d = append(d, 0, 0)
+	d = binary.AppendVarint(d, int64(bb.count))
+	d = binary.AppendVarint(d, int64(len(key)))
+	d = append(d, key...)
+	if none {
+		d = binary.AppendVarint(d, -1)
+	} else {
+		d = binary.AppendVarint(d, int64(len(value)))
+		d = append(d, value...)
+	}
+	d = binary.AppendVarint(d, int64(len(headers)))
+	for _, h := range headers {
+		d = binary.AppendVarint(d, int64(len(h.name)))
+		d = append(d, h.name...)
+		d = binary.AppendVarint(d, int64(len(h.value)))
+		d = append(d, h.value...)
+	}
+	bb.data = d
 	bb.count++
+}
+
+// varintLen is the length of n as a Kafka (zig-zag) varint.
+func varintLen(n int) int {
+	u := uint64(n) << 1
+	if n < 0 {
+		u = ^u
+	}
+	size := 1
+	for u >= 0x80 {
+		u >>= 7
+		size++
+	}
+	return size
 }
 
 // done finishes every batch still open and returns them all.

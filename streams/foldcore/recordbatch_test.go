@@ -99,3 +99,12 @@ func TestBatchBuilderSplitsAtItsLimitAndKeepsOrder(t *testing.T) {
 		t.Errorf("%d batches, journal keys %v", len(batches), journalKeys)
 	}
 }
+
+// A record's length is worked out before it is written: varintLen must be what AppendVarint writes.
+func TestVarintLenIsTheLengthWritten(t *testing.T) {
+	for _, n := range []int{-1, 0, 1, 63, 64, 65, 8191, 8192, 1 << 20, 1<<31 - 1} {
+		if got, want := varintLen(n), len(binary.AppendVarint(nil, int64(n))); got != want {
+			t.Errorf("varintLen(%d) = %d, AppendVarint writes %d", n, got, want)
+		}
+	}
+}

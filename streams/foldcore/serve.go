@@ -199,7 +199,7 @@ const maxKeptBuffer = 16 << 20
 
 // trim lets go of buffers a large request grew.
 func (s *Server) trim() {
-	for _, b := range []*[]byte{&s.buf, &s.outputs, &s.records, &s.resp, &s.sealedResp, &s.seal.builder.record} {
+	for _, b := range []*[]byte{&s.buf, &s.outputs, &s.records, &s.resp, &s.sealedResp} {
 		if cap(*b) > maxKeptBuffer {
 			*b = nil
 		}
