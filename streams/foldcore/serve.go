@@ -19,9 +19,11 @@ import (
 //	'P' u32 n, n x {the same, then bytes node, u64 seq}    fold a batch whose origins were proven
 //	'S' a batch as 'B' or 'P', with its chains' heads: answered sealed (serve_sealed.go)
 //
-// 'P' is for a worker with a keyring: the worker has checked each input's proof of origin (its
-// MAC under the node's status key, and that the node writes to the input's partition) and hands
-// over the proven node and sequence number; the core folds as BatchFold does with those proofs.
+// The worker sends 'S'; 'B' and 'P' answer the fold's outputs unsealed, as the core's own tests
+// read them. Proven inputs are for a worker with a keyring: the worker has checked each input's
+// proof of origin (its MAC under the node's status key, and that the node writes to the input's
+// partition) and hands over the proven node and sequence number; the core folds as BatchFold does
+// with those proofs.
 //
 // Every answer is preceded by a u32: its length. 'L' answers u8 0. A batch answers either
 //
