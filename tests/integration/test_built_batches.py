@@ -81,15 +81,7 @@ def test_built_batches_land_in_order_at_the_offsets_returned(settings: Settings)
     items: list[OutRecord | RecordBatch] = [*plain[:10], *built[: len(built) // 2], *plain[10:20]]
     items += [*built[len(built) // 2 :], *plain[20:]]
     health = DeliveryHealth()
-
-    async def run() -> list[int]:
-        producers = Producers(settings, 1 << 20)
-        try:
-            return await deliver_batched(items, producers.get, health, producers.reset)
-        finally:
-            await producers.reset()
-
-    offsets = asyncio.run(run())
+    offsets = asyncio.run(Producers(settings, 1 << 20).deliver(items, health))
     landed = on_topics(settings)
     assert len(landed) == len(plain) + sum(b.count for b in built)  # each once
     next_offset: dict[tuple[str, int], int] = {}

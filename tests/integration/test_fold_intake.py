@@ -61,15 +61,7 @@ def test_batched_records_land_in_order_at_the_offsets_returned(settings: Setting
     history = records_for(settings, Topic.POD_STATUS_HISTORY, 300, 200)
     mixed = journal[:1500] + history + journal[1500:]
     health = DeliveryHealth()
-
-    async def run() -> list[int]:
-        producers = Producers(settings, 16 << 10)
-        try:
-            return await deliver_batched(mixed, producers.get, health, producers.reset)
-        finally:
-            await producers.reset()
-
-    offsets = asyncio.run(run())
+    offsets = asyncio.run(Producers(settings, 16 << 10).deliver(mixed, health))
     assert health.healthy() == (True, "ok") and health.failing_since is None
     on_topic = {
         (r.topic, r.partition, r.offset): (r.key, r.value, list(r.headers))

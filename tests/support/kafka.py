@@ -8,12 +8,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Sequence
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
 from podledger.config import Settings
+from podledger.delivery import DeliveryHealth, OutRecord, deliver_batched
 from podledger.partitioner import partition_for_node
+from podledger.record_batch import RecordBatch
 from podledger.schemas import encode, models
 from podledger.streams.topic_state import configs_match, topic_configs
 from podledger.streams.topics import ALL_TOPICS, start_admin
@@ -252,3 +255,10 @@ class Producers:
             with contextlib.suppress(Exception):
                 await self.current.stop()
             self.current = None
+
+    async def deliver(self, items: Sequence[OutRecord | RecordBatch], health: DeliveryHealth) -> list[int]:
+        """deliver_batched through these producers, stopped afterwards."""
+        try:
+            return await deliver_batched(items, self.get, health, self.reset)
+        finally:
+            await self.reset()
