@@ -8,7 +8,7 @@ package foldcore
 // producer sets its own just before sending, which changes 14 header bytes the checksum covers;
 // so each batch also carries the CRC-32C of its records alone and x^(8·len(records)) mod the
 // CRC's polynomial, with which the worker combines the checksum of the new header with that of
-// the records without reading them again (streams/../podledger/record_batch.py).
+// the records without reading them again (podledger/record_batch.py).
 
 import (
 	"encoding/binary"
@@ -57,6 +57,7 @@ type batchKey struct {
 	partition int64
 }
 
+// reset starts the batches of a new answer, each at most maxBytes, every record stamped stampMs.
 func (b *batchBuilder) reset(maxBytes int, stampMs int64) {
 	if b.open == nil {
 		b.open = map[batchKey]int{}

@@ -186,8 +186,8 @@ func (s *Server) sealAnswer() {
 	s.resp, s.sealedResp = s.sealedResp, s.resp // both buffers kept for the next request
 }
 
-// link appends a record's chain headers to hs and advances its partition's chain (streams/
-// ../schemas/chain.py: SHA-256 of the previous hash, the key's and the value's lengths as 4-byte
+// link appends a record's chain headers to hs and advances its partition's chain
+// (schemas/chain.py: SHA-256 of the previous hash, the key's and the value's lengths as 4-byte
 // big-endian integers, the key and the value). Without the partition's head it gives up and
 // returns nil.
 func (s *Server) link(hs []recordHeader, topic byte, partition int64, key, value []byte) []recordHeader {
