@@ -18,7 +18,6 @@ Tombstones carry none (a tombstone is no event).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -60,23 +59,9 @@ def _source_bytes(topic_prefix: str, node: str) -> bytes:
     return source(topic_prefix, node).encode()
 
 
-@dataclass(frozen=True, slots=True)
-class StatusFacts:
-    """What a status version's headers are made of, for a version held only as its bytes (the
-    native fold core's)."""
-
-    uid: str
-    version: int
-    node: str
-    ts_ms: int
-    namespace: str
-    name: str
-
-
 def headers(value: Any, topic_prefix: str) -> list[tuple[str, bytes]]:
-    """The binary-mode headers of a status version (or its StatusFacts) or a deletion; [] for any
-    other value."""
-    if isinstance(value, (models.VersionedPodStatus, StatusFacts)):
+    """The binary-mode headers of a status version or a deletion; [] for any other value."""
+    if isinstance(value, models.VersionedPodStatus):
         kind, event_id = STATUS_TYPE, f"{value.uid}/{value.version}"
     elif isinstance(value, models.PodDeletion):
         kind, event_id = DELETION_TYPE, f"{value.uid}/{value.version}/deletion"

@@ -3,8 +3,8 @@
 The fold loop (streams/fold_loop.py) hands it each batch of input records with the heads of their
 partitions' hash chains; the core folds them as BatchFold would, seals the outputs as
 streams/seal.py would, and answers with them as whole Kafka record batches, and with the pod
-records it changed, as fold-state bytes. It holds every record of the worker's partitions: the loop loads
-them on restore and after any batch it folded itself. With a keyring, the worker checks each
+records it changed, as fold-state bytes. It holds every record of the worker's partitions: the
+loop loads them on restore and after any batch it folded itself. With a keyring, the worker checks each
 record's proof of origin here (`core_inputs`: its MAC, and that its node writes to its partition)
 and hands the core the proven node and sequence number; the core checks that the event names that
 node and refuses what BatchFold would refuse as `replayed`, by giving up.
@@ -53,7 +53,7 @@ class LiveCore:
     It speaks over the event loop's pipes, so the loop goes on (broker acknowledgements, earlier
     batches' writes) while the core folds. One request at a time; a batch may be handed over
     (`start_fold`) before its answer is wanted (`result`), so the core folds it while the loop
-    seals and sends the batch before. `close` ends the process, a batch handed over included."""
+    sends the batch before. `close` ends the process, a batch handed over included."""
 
     def __init__(
         self,

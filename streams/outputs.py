@@ -15,9 +15,8 @@ from podledger.types import Topic
 @dataclass(slots=True)
 class Output:
     """A message the fold wants published: logical topic, pod UID key, value (None = tombstone),
-    and record headers (the journal carries its input's proof of origin). From the native fold
-    core, `encoded` holds the bytes and `value` stands for them: a cloud_events.StatusFacts for a
-    status version, the bytes themselves for a journal entry."""
+    and record headers (the journal carries its input's proof of origin). The native fold core's
+    outputs never become these: it answers whole record batches (Batch.built)."""
 
     topic: str
     key: str

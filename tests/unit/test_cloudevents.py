@@ -55,15 +55,6 @@ def test_a_version_carries_every_binary_mode_attribute() -> None:
     }
 
 
-def test_a_version_held_as_bytes_carries_the_same_headers_as_the_version() -> None:
-    """The native fold core hands versions over as bytes and the facts their headers need."""
-    facts = cloud_events.StatusFacts(
-        VERSION.uid, VERSION.version, VERSION.node, VERSION.ts_ms, VERSION.namespace, VERSION.name
-    )
-    assert cloud_events.headers(facts, "prod.") == cloud_events.headers(VERSION, "prod.")
-    assert cloud_events.headers(facts, "prod.") != cloud_events.headers(DELETION, "prod.")
-
-
 def test_a_deletion_is_another_event_than_the_version_it_deleted() -> None:
     headers = dict(cloud_events.headers(DELETION, "prod."))
     assert headers["ce_type"] == b"io.podledger.pod.deletion.v1"
