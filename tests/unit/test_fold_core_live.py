@@ -126,7 +126,8 @@ class Loop:
         self, inputs: Inputs, started: Started | None = None, following: Inputs = ()
     ) -> Started | None:
         """Fold a batch (handed to the core already: `started`); with `following`, hand that batch
-        to the core before this one is sealed and stored, as the fold loop does, and return it."""
+        to the core once this one is sealed, before it is stored, as the fold loop does, and
+        return it."""
         fold = BatchFold(
             self.lookup, self.limits, MAX_BYTES, self.clock, keyring=self.keyring, partitions=PARTITIONS
         )
@@ -207,7 +208,8 @@ def assert_same(python: Loop, native: Loop) -> None:
 def test_the_core_folds_live_batches_as_the_python_fold_does(
     core_path: str, seed: int, size: int, ahead: bool
 ) -> None:
-    """With `ahead`, each batch is handed to the core before the one before it is sealed."""
+    """With `ahead`, each batch is handed to the core once the one before it is sealed, before that
+    one is stored."""
     inputs = workload_inputs(200, 3000, seed)
     python, native = both(core_path, inputs, size, ahead=ahead)
     assert_same(python, native)
