@@ -249,11 +249,12 @@ def _batches(
 
 class _BuiltBatchBuilder:
     """aiokafka's BatchBuilder interface over a RecordBatch, for send_batch: closed and full; a
-    producer gives it its state just before it is built (a new one for each send)."""
+    producer gives it its state just before it is built (a new one for each send), and it is
+    stamped when built, as aiokafka stamps the records it appends."""
 
     def __init__(self, batch: RecordBatch) -> None:
         self._batch = batch
-        self._header = bytes(batch.data[:HEADER_BYTES])
+        self._state = (-1, -1, -1)  # producer id, epoch, base sequence: none unless idempotent
         self._buffer: bytes | None = None
 
     def append(self, **_: Any) -> None:
@@ -272,9 +273,11 @@ class _BuiltBatchBuilder:
         return self._batch.count
 
     def _set_producer_state(self, producer_id: int, producer_epoch: int, base_sequence: int) -> None:
-        self._header = self._batch.header_for(producer_id, producer_epoch, base_sequence, calc_crc32c)
+        self._state = (producer_id, producer_epoch, base_sequence)
 
     def _build(self) -> bytes:
         if self._buffer is None:
-            self._buffer = self._header + self._batch.data[HEADER_BYTES:]
+            stamp_ms = int(time.time() * 1000)
+            header = self._batch.header_for(*self._state, stamp_ms, calc_crc32c)
+            self._buffer = header + self._batch.data[HEADER_BYTES:]
         return self._buffer

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 __all__ = ["HEADER_BYTES", "RecordBatch", "crc_combine"]
 
 HEADER_BYTES = 61  # a v2 batch's header: base offset .. record count
-_CRC_AT, _ATTRIBUTES_AT, _PRODUCER_AT = 17, 21, 43
+_CRC_AT, _ATTRIBUTES_AT, _TIMESTAMPS_AT, _PRODUCER_AT = 17, 21, 27, 43
+_TIMESTAMPS = struct.Struct(">qq")  # base and max timestamp
 _PRODUCER_STATE = struct.Struct(">qhi")  # producer id, epoch, base sequence
 _CRC = struct.Struct(">I")
 _POLY = 0x82F63B78  # CRC-32C's polynomial, reflected (bit 31 is x^0)
@@ -53,10 +54,17 @@ class RecordBatch:
     shift: int
 
     def header_for(
-        self, producer_id: int, producer_epoch: int, base_sequence: int, crc32c: Callable[[bytes], int]
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        base_sequence: int,
+        stamp_ms: int,
+        crc32c: Callable[[bytes], int],
     ) -> bytes:
-        """The batch's header with a producer's state, and the checksum that goes with it."""
+        """The batch's header with a producer's state, every record stamped `stamp_ms` (its
+        records' timestamp deltas are 0), and the checksum that goes with them."""
         header = bytearray(self.data[:HEADER_BYTES])
+        _TIMESTAMPS.pack_into(header, _TIMESTAMPS_AT, stamp_ms, stamp_ms)
         _PRODUCER_STATE.pack_into(header, _PRODUCER_AT, producer_id, producer_epoch, base_sequence)
         crc = crc_combine(crc32c(bytes(header[_ATTRIBUTES_AT:])), self.records_crc, self.shift)
         _CRC.pack_into(header, _CRC_AT, crc)

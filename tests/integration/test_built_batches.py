@@ -1,12 +1,13 @@
 """Record batches the native fold core builds and seals (streams/foldcore/serve_sealed.go), sent by
 an idempotent aiokafka producer as they are (podledger.delivery.deliver_batched): the broker takes
-them with the producer's state set and their checksum made anew, every record lands once, in order,
-at the offsets returned, and a refused batch is sent again on a new producer (a new producer id,
-so a new checksum) until the topic takes it."""
+them with the producer's state set, stamped when sent and their checksum made anew, every record
+lands once, in order, at the offsets returned, and a refused batch is sent again on a new producer
+(a new producer id, so a new checksum) until the topic takes it."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import replace
 
 import pytest
@@ -81,8 +82,16 @@ def test_built_batches_land_in_order_at_the_offsets_returned(settings: Settings)
     items: list[OutRecord | RecordBatch] = [*plain[:10], *built[: len(built) // 2], *plain[10:20]]
     items += [*built[len(built) // 2 :], *plain[20:]]
     health = DeliveryHealth()
+    time.sleep(0.01)  # the core stamped its batches before this
+    sent_after_ms = int(time.time() * 1000)
     offsets = asyncio.run(Producers(settings, 1 << 20).deliver(items, health))
     landed = on_topics(settings)
+    stamps = [
+        r.timestamp
+        for name in (Topic.JOURNAL, Topic.POD_STATUS, Topic.POD_STATUS_HISTORY)
+        for r in asyncio.run(read_records(settings, name))
+    ]
+    assert min(stamps) >= sent_after_ms  # stamped when sent (CreateTime), as aiokafka stamps
     assert len(landed) == len(plain) + sum(b.count for b in built)  # each once
     next_offset: dict[tuple[str, int], int] = {}
     for item, offset in zip(items, offsets, strict=True):

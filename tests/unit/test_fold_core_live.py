@@ -67,11 +67,12 @@ def new_core(path: str) -> LiveCore:
 def records_of(built: RecordBatch) -> list[tuple[str, int, str, bytes | None, list[tuple[str, bytes]]]]:
     """A record batch the core built, read as a consumer reads it once a producer has set its state
     (its checksum checked), as (topic, partition, key, value, headers)."""
-    header = built.header_for(4242, 3, 17, calc_crc32c)
+    header = built.header_for(4242, 3, 17, 1_700_000_000_000, calc_crc32c)
     batch = DefaultRecordBatch(bytearray(header + bytes(built.data[len(header) :])))
     assert batch.validate_crc(), "the checksum does not match once the producer's state is set"
     assert (batch.producer_id, batch.producer_epoch, batch.base_sequence) == (4242, 3, 17)
     records = list(batch)
+    assert {r.timestamp for r in records} == {1_700_000_000_000}
     assert len(records) == built.count
     return [
         (built.topic, built.partition, (r.key or b"").decode(), r.value, list(r.headers)) for r in records
