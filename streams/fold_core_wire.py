@@ -66,19 +66,11 @@ def sealed_request(inputs: Sequence[CoreInput], heads: Mapping[tuple[str, int], 
     of origin (every one must, or none), the heads of the chains of every partition its inputs are
     on (those `heads` holds), then the inputs."""
     proven = bool(inputs) and inputs[0][2] is not None
-    partitions = sorted({at.partition for at, _, _ in inputs})
-    given = [
-        (topic, p, heads[(topic, p)])
-        for p in partitions
-        for topic in (Topic.JOURNAL, Topic.POD_STATUS_HISTORY)
-        if (topic, p) in heads
-    ]
-    parts = [b"S", b"\x01" if proven else b"\x00", _U32.pack(len(given))]
-    for topic, p, chain_head in given:
-        parts += (_HEAD.pack(_SEALED_CODES[topic], p), chain_head)
-    parts.append(_U32.pack(len(inputs)))
+    parts = [_U32.pack(len(inputs))]
+    partitions: set[int] = set()
     head, codes, u32, u64 = _INPUT_HEAD.pack, TOPIC_CODES, _U32.pack, _U64.pack
     for at, value, proof in inputs:
+        partitions.add(at.partition)
         size = _NONE if value is None else len(value)
         parts.append(head(codes[at.topic], at.partition, at.offset, at.ts_ms, size))
         if value is not None:
@@ -88,7 +80,16 @@ def sealed_request(inputs: Sequence[CoreInput], heads: Mapping[tuple[str, int], 
                 raise ValueError("a batch with proofs of origin has an input without one")
             node = proof.node.encode()
             parts += (u32(len(node)), node, u64(proof.seq))
-    return b"".join(parts)
+    given = [
+        (topic, p, heads[(topic, p)])
+        for p in sorted(partitions)
+        for topic in (Topic.JOURNAL, Topic.POD_STATUS_HISTORY)
+        if (topic, p) in heads
+    ]
+    request = [b"S", b"\x01" if proven else b"\x00", _U32.pack(len(given))]
+    for topic, p, chain_head in given:
+        request += (_HEAD.pack(_SEALED_CODES[topic], p), chain_head)
+    return b"".join(request + parts)
 
 
 def _nbytes(value: bytes | None) -> bytes:
