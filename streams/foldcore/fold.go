@@ -29,6 +29,9 @@ type Record struct {
 	seqs                               appliedOffsets // {topic: highest proven sequence number applied}
 
 	gen *genPod // what generation read of Pod; nil until it is read
+	// raw is the JSON of some values as the live mode last wrote or read them, by rawSlot (nil:
+	// unknown): whatever changes one of those values drops its JSON (serve_record.go).
+	raw [rawSlots][]byte
 }
 
 // genPod is what status generation reads of the record's pod, read once per pod object.
@@ -200,24 +203,25 @@ func (f *Fold) Apply(at Coordinates, ev *Event) {
 	terminate := false
 	switch at.Topic {
 	case TopicPodUpdates:
-		record.Pod = ev.Pod
+		record.Pod, record.raw[rawPod] = ev.Pod, nil
 	case TopicPleg:
 		// Snapshots only move forward (see streams/fold.py).
 		if ev.TsMs >= record.RuntimeTs {
-			record.Runtime, record.RuntimeTs = ev.Runtime, ev.TsMs
+			record.Runtime, record.RuntimeTs, record.raw[rawRuntime] = ev.Runtime, ev.TsMs, nil
 		}
 	case TopicProbeResults:
 		applyProbeResult(record, ev)
+		record.raw[rawProbes] = nil
 	default:
 		switch ev.Kind {
 		case "sync_result":
-			record.Reasons = reasonCache(ev.SyncResults)
+			record.Reasons, record.raw[rawReasons] = reasonCache(ev.SyncResults), nil
 		case "terminating":
 			record.Terminating = true
 		default: // terminated
 			record.Terminating, record.Terminated = true, true
 			if ev.Runtime != nil && ev.TsMs >= record.RuntimeTs {
-				record.Runtime, record.RuntimeTs = ev.Runtime, ev.TsMs
+				record.Runtime, record.RuntimeTs, record.raw[rawRuntime] = ev.Runtime, ev.TsMs, nil
 			}
 			terminate = true
 		}
@@ -298,7 +302,7 @@ func (f *Fold) store(record *Record, generated *Obj, kind string, at Coordinates
 		return
 	}
 	dropped := record.Status
-	record.Status, record.Version = status, version
+	record.Status, record.Version, record.raw[rawStatus] = status, version, nil
 	f.version = Version{
 		UID: record.UID, Namespace: record.Namespace, Name: record.Name, Node: record.Node,
 		Version: record.Version, Status: record.Status,
@@ -307,6 +311,7 @@ func (f *Fold) store(record *Record, generated *Obj, kind string, at Coordinates
 		MirrorUID: nil, Deleting: facts.isDeleting(),
 		Cause: Cause{Kind: kind, Topic: at.Topic, Partition: at.Partition, Offset: at.Offset, TsMs: at.TsMs},
 		TsMs:  at.TsMs, Rules: RulesVersion,
+		record: record,
 	}
 	f.Emit(&f.version)
 	f.pool.drop(dropped)

@@ -25,10 +25,11 @@ type parser struct {
 	data     []byte
 	pos      int
 	err      error
-	keys     []string // pending object keys of all open objects
-	vals     []any    // pending values of all open objects and arrays
-	scratch  []byte   // decoded bytes of a string with escapes
-	top      *Obj     // where a top-level object goes (parseInto); nil: a new object
+	keys     []string   // pending object keys of all open objects
+	vals     []any      // pending values of all open objects and arrays
+	scratch  []byte     // decoded bytes of a string with escapes
+	top      *Obj       // where a top-level object goes (parseInto); nil: a new object
+	spans    *[]topSpan // where a top-level object's values lie (parseSpans); nil: not noted
 	keyCache [keySlots]string
 	intern   [internSlots]internSlot
 }
@@ -49,10 +50,31 @@ func Parse(data []byte) (any, error) {
 	return parseInto(data, nil)
 }
 
+// topSpan is where one value of a top-level object lies in the parsed bytes: data[start:end].
+type topSpan struct{ start, end int }
+
+// parseSpans is Parse, noting in spans where each value of a top-level object lies, in the order
+// of the object's keys.
+func parseSpans(data []byte, spans *[]topSpan) (any, error) {
+	p := parserPool.Get().(*parser)
+	p.spans = spans
+	v, err := p.parse(data, nil)
+	p.spans = nil
+	parserPool.Put(p)
+	return v, err
+}
+
 // parseInto is Parse, except that a top-level object is built in top (when not nil), whatever
 // top held before: for a caller that is done with one document before it parses the next.
 func parseInto(data []byte, top *Obj) (any, error) {
 	p := parserPool.Get().(*parser)
+	v, err := p.parse(data, top)
+	parserPool.Put(p)
+	return v, err
+}
+
+// parse decodes one document with this parser, and leaves it ready for the next.
+func (p *parser) parse(data []byte, top *Obj) (any, error) {
 	p.data, p.pos, p.err, p.top = data, 0, nil, top
 	v := p.document()
 	err := p.err
@@ -61,7 +83,6 @@ func parseInto(data []byte, top *Obj) (any, error) {
 	p.keys = p.keys[:0]
 	clear(p.vals)
 	p.vals = p.vals[:0]
-	parserPool.Put(p)
 	if err != nil {
 		return nil, err
 	}
@@ -273,9 +294,13 @@ func (p *parser) object(depth int) any {
 		}
 		p.pos++
 		p.skipSpace()
+		start := p.pos
 		v := p.value(depth)
 		if p.err != nil {
 			return nil
+		}
+		if depth == 1 && p.spans != nil {
+			*p.spans = append(*p.spans, topSpan{start, p.pos})
 		}
 		p.keys = append(p.keys, k)
 		p.vals = append(p.vals, v)

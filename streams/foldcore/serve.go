@@ -85,6 +85,7 @@ type changedRecord struct {
 	uid        string
 	partition  int64
 	start, end int
+	raw        rawSpans // where its raw-slot values lie in the records written (appendRecord)
 }
 
 // Server folds the batches of the live fold worker against the records it keeps.
@@ -223,7 +224,7 @@ func (s *Server) Covered(uid string) bool {
 	if !ok {
 		return false
 	}
-	_, _, _, why := decodeStored(uid, data, s.interner)
+	_, _, _, why := decodeStored(uid, data, s.interner, false)
 	return why == ""
 }
 
@@ -281,7 +282,7 @@ func (s *Server) record(uid string) (*Record, *heldRecord) {
 	if !ok {
 		return nil, nil
 	}
-	r, shape, h, why := decodeStored(uid, data, s.interner)
+	r, shape, h, why := decodeStored(uid, data, s.interner, true)
 	if why != "" {
 		s.forget(uid)
 		s.uncovered[uid] = struct{}{}

@@ -109,7 +109,7 @@ func (s *Server) foldInputs() (at int, reason string) {
 		}
 		mark := len(s.records)
 		if r != nil {
-			s.records = appendRecord(append(s.records, 0, 0, 0, 0), r, s.shapes[c.uid])
+			s.records = appendRecord(append(s.records, 0, 0, 0, 0), r, s.shapes[c.uid], &c.raw)
 		} else {
 			s.records = appendHeldRecord(append(s.records, 0, 0, 0, 0), c.uid, h)
 		}
@@ -129,10 +129,21 @@ func (s *Server) store() {
 			continue
 		}
 		data := s.records[c.start:c.end]
-		if old := s.stored[c.uid]; cap(old) >= len(data) && cap(old) <= 2*len(data) {
-			s.stored[c.uid] = append(old[:0], data...) // nothing keeps the old bytes: Parse copies
+		stored := s.stored[c.uid]
+		if cap(stored) >= len(data) && cap(stored) <= 2*len(data) {
+			// Parse copies what it reads, and the record's raw values are pointed anew below.
+			stored = append(stored[:0], data...)
 		} else {
-			s.stored[c.uid] = slices.Clone(data)
+			stored = slices.Clone(data)
+		}
+		s.stored[c.uid] = stored
+		if r := s.fold.Records[c.uid]; r != nil { // its raw values now lie in its stored JSON
+			for slot, span := range c.raw {
+				r.raw[slot] = nil
+				if span[1] > 0 {
+					r.raw[slot] = stored[span[0]-c.start : span[1]-c.start : span[1]-c.start]
+				}
+			}
 		}
 	}
 	s.keepParsed()
@@ -331,8 +342,11 @@ func appendEventFields(dst []byte, topic string, ev *Event) []byte {
 func (s *Server) emit(v *Version) {
 	s.appendOutputHead(outputVersion, v.UID)
 	mark := len(s.outputs)
-	b := AppendVersion(append(s.outputs, 0, 0, 0, 0), v)
+	b, statusStart, statusEnd := appendVersion(append(s.outputs, 0, 0, 0, 0), v)
 	binary.LittleEndian.PutUint32(b[mark:], uint32(len(b)-mark-4))
+	// The record's status is this one: its JSON serves the record's until the batch's end, when
+	// store() points the record at its stored JSON (outputs is reused by the next batch).
+	v.record.raw[rawStatus] = b[statusStart:statusEnd:statusEnd]
 	b = binary.LittleEndian.AppendUint64(b, uint64(v.Version))
 	b = binary.LittleEndian.AppendUint64(b, uint64(v.TsMs))
 	b = appendBytes(b, v.Node)

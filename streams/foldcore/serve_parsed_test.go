@@ -150,6 +150,7 @@ func answerAll(t *testing.T, servers []*Server, batch []testInput, used int) tes
 	t.Helper()
 	first := foldBatch(t, servers[0], batch)
 	checkParsed(t, servers[0], used)
+	checkRaw(t, servers[0])
 	for i, s := range servers[1:] {
 		if a, b := fmt.Sprint(foldBatch(t, s, batch)), fmt.Sprint(first); a != b {
 			at := 0
@@ -160,8 +161,32 @@ func answerAll(t *testing.T, servers []*Server, batch []testInput, used int) tes
 				s.ParsedRecords, servers[0].ParsedRecords, at, a[at:], b[at:])
 		}
 		checkParsed(t, servers[i+1], used)
+		checkRaw(t, servers[i+1])
 	}
 	return first
+}
+
+// checkRaw checks that the JSON every parsed record keeps of its values (Record.raw) is what
+// encoding them gives now, and that some record keeps some.
+func checkRaw(t *testing.T, s *Server) {
+	t.Helper()
+	kept := 0
+	for uid, r := range s.fold.Records {
+		fresh := *r
+		fresh.raw = [rawSlots][]byte{}
+		got, want := appendRecord(nil, r, s.shapes[uid], nil), appendRecord(nil, &fresh, s.shapes[uid], nil)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("the record of %s as kept:\n%s\nas its values are:\n%s", uid, got, want)
+		}
+		for _, raw := range r.raw {
+			if raw != nil {
+				kept++
+			}
+		}
+	}
+	if len(s.fold.Records) > 0 && kept == 0 {
+		t.Fatalf("none of %d parsed records keeps the JSON of a value", len(s.fold.Records))
+	}
 }
 
 // reload loads the pods' records (nil: none) into every server.

@@ -48,6 +48,41 @@ var recordKeyOf = func() map[string]recordKey {
 	return m
 }()
 
+// The record values whose JSON the live mode keeps as it last wrote or read it (Record.raw), so
+// that a record written back after an event copies the values the event left alone instead of
+// encoding them again: the pod (replaced only by an update), the runtime snapshot, the probe
+// results, the reason cache and the status (whose JSON the version written for it already holds).
+const (
+	rawPod = iota
+	rawRuntime
+	rawProbes
+	rawReasons
+	rawStatus
+	rawSlots
+)
+
+// rawSlotOf is the Record.raw slot of a record key; -1 for the keys whose values are encoded each
+// time (short strings, numbers and booleans).
+func rawSlotOf(k recordKey) int {
+	switch k {
+	case keyPod:
+		return rawPod
+	case keyRuntime:
+		return rawRuntime
+	case keyProbes:
+		return rawProbes
+	case keyReasons:
+		return rawReasons
+	case keyStatus:
+		return rawStatus
+	}
+	return -1
+}
+
+// rawSpans are where the raw-slot values of a record lie in its JSON, as [start, end) offsets;
+// an end of 0 marks a value the JSON does not hold.
+type rawSpans [rawSlots][2]int
+
 // requiredKeys are the keys new_record gives every record: a stored record without one of them
 // would make the Python fold raise somewhere, which the port does not reproduce.
 const requiredKeys = 1<<keyRuntimeTs - 1
@@ -104,9 +139,14 @@ func (in shapeInterner) withTopic(applied string, t int) string {
 // decodeStored reads a stored record of the pod uid: an announced pod's record and its shape, or
 // the record of a pod whose events wait for its announcement ("pod" null). It returns why the
 // port does not model the record ("" when it does): see decodeAnnounced and decodeHeldRecord, or
-// it is not JSON the port reads.
-func decodeStored(uid string, data []byte, shapes shapeInterner) (*Record, recordShape, *heldRecord, string) {
-	parsed, err := Parse(data)
+// it is not JSON the port reads. With keepRaw, an announced pod's record keeps its values' JSON as
+// slices of data (Record.raw), which the caller keeps unchanged while the record is parsed.
+func decodeStored(uid string, data []byte, shapes shapeInterner, keepRaw bool) (*Record, recordShape, *heldRecord, string) {
+	var spans []topSpan
+	if keepRaw {
+		spans = make([]topSpan, 0, numRecordKeys)
+	}
+	parsed, err := parseSpans(data, &spans)
 	if err != nil {
 		return nil, recordShape{}, nil, "not JSON the port reads: " + err.Error()
 	}
@@ -119,6 +159,13 @@ func decodeStored(uid string, data []byte, shapes shapeInterner) (*Record, recor
 		return nil, recordShape{}, h, why
 	}
 	r, shape, why := decodeAnnounced(uid, obj, shapes)
+	if r != nil && len(spans) == obj.Len() {
+		for i, name := range obj.Keys() {
+			if slot := rawSlotOf(recordKeyOf[name]); slot >= 0 {
+				r.raw[slot] = data[spans[i].start:spans[i].end:spans[i].end]
+			}
+		}
+	}
 	return r, shape, nil, why
 }
 
@@ -232,8 +279,9 @@ func decodeApplied(v any, a *appliedOffsets) ([]byte, bool) {
 }
 
 // appendRecord appends the record's JSON with its keys in the shape's order: what orjson.dumps
-// gives for the Python record in the same state.
-func appendRecord(dst []byte, r *Record, shape recordShape) []byte {
+// gives for the Python record in the same state. A value whose JSON the record keeps (Record.raw)
+// is copied rather than encoded; spans, when not nil, gets where in dst each such value went.
+func appendRecord(dst []byte, r *Record, shape recordShape, spans *rawSpans) []byte {
 	dst = append(dst, '{')
 	for i := 0; i < len(shape.keys); i++ {
 		if i > 0 {
@@ -254,15 +302,15 @@ func appendRecord(dst []byte, r *Record, shape recordShape) []byte {
 		case keySource:
 			dst = appendString(dst, r.Source)
 		case keyPod:
-			dst = Encode(dst, r.Pod)
+			dst = appendRawValue(dst, r, rawPod, r.Pod, spans)
 		case keyRuntime:
-			dst = Encode(dst, r.Runtime)
+			dst = appendRawValue(dst, r, rawRuntime, r.Runtime, spans)
 		case keyRuntimeTs:
 			dst = strconv.AppendInt(dst, r.RuntimeTs, 10)
 		case keyProbes:
-			dst = Encode(dst, r.Probes)
+			dst = appendRawValue(dst, r, rawProbes, r.Probes, spans)
 		case keyReasons:
-			dst = Encode(dst, r.Reasons)
+			dst = appendRawValue(dst, r, rawReasons, r.Reasons, spans)
 		case keyTerminating:
 			dst = strconv.AppendBool(dst, r.Terminating)
 		case keyTerminated:
@@ -270,7 +318,7 @@ func appendRecord(dst []byte, r *Record, shape recordShape) []byte {
 		case keyFinished:
 			dst = strconv.AppendBool(dst, r.Finished)
 		case keyStatus:
-			dst = Encode(dst, r.Status)
+			dst = appendRawValue(dst, r, rawStatus, r.Status, spans)
 		case keyVersion:
 			dst = strconv.AppendInt(dst, r.Version, 10)
 		case keyApplied:
@@ -282,6 +330,21 @@ func appendRecord(dst []byte, r *Record, shape recordShape) []byte {
 		}
 	}
 	return append(dst, '}')
+}
+
+// appendRawValue appends the record's value in the given raw slot: its kept JSON when there is
+// one, else v encoded. It notes where the value went in spans, when not nil.
+func appendRawValue(dst []byte, r *Record, slot int, v *Obj, spans *rawSpans) []byte {
+	start := len(dst)
+	if raw := r.raw[slot]; raw != nil {
+		dst = append(dst, raw...)
+	} else {
+		dst = Encode(dst, v)
+	}
+	if spans != nil {
+		spans[slot] = [2]int{start, len(dst)}
+	}
+	return dst
 }
 
 // appendApplied appends the {topic: offset} object, its topics in the given order.

@@ -496,9 +496,9 @@ func TestServeKeepsARecordsShape(t *testing.T) {
 		shuffled.SetDefault(k, record.Values()[i])
 	}
 	data := Encode(nil, shuffled)
-	r, shape, _, why := decodeStored("a", data, shapeInterner{})
-	if why != "" || !bytes.Equal(appendRecord(nil, r, shape), data) {
-		t.Fatalf("round trip (%s):\n%s\n%s", why, appendRecord(nil, r, shape), data)
+	r, shape, _, why := decodeStored("a", data, shapeInterner{}, false)
+	if why != "" || !bytes.Equal(appendRecord(nil, r, shape, nil), data) {
+		t.Fatalf("round trip (%s):\n%s\n%s", why, appendRecord(nil, r, shape, nil), data)
 	}
 	other := NewServer(DefaultMaxEventBytes)
 	loadRecords(t, other, []string{"a"}, [][]byte{data})

@@ -24,12 +24,20 @@ type Version struct {
 	Cause                      Cause
 	TsMs                       int64
 	Rules                      int64
+
+	record *Record // the record whose status this is (the live mode keeps its JSON there)
 }
 
 // AppendVersion appends the pod-status-history line for v, exactly as
 // podledger.schemas.encode(models.VersionedPodStatus(...)) gives it: the
 // model's fields in declaration order, the cause nested as models.Cause.
 func AppendVersion(dst []byte, v *Version) []byte {
+	dst, _, _ = appendVersion(dst, v)
+	return dst
+}
+
+// appendVersion is AppendVersion, also saying where the status's JSON lies in the result.
+func appendVersion(dst []byte, v *Version) (out []byte, statusStart, statusEnd int) {
 	dst = append(dst, `{"uid":`...)
 	dst = appendString(dst, v.UID)
 	dst = append(dst, `,"namespace":`...)
@@ -41,7 +49,9 @@ func AppendVersion(dst []byte, v *Version) []byte {
 	dst = append(dst, `,"version":`...)
 	dst = strconv.AppendInt(dst, v.Version, 10)
 	dst = append(dst, `,"status":`...)
+	statusStart = len(dst)
 	dst = Encode(dst, v.Status)
+	statusEnd = len(dst)
 	dst = append(dst, `,"could_have_running_containers":`...)
 	dst = strconv.AppendBool(dst, v.CouldHaveRunningContainers)
 	dst = append(dst, `,"finished":`...)
@@ -66,5 +76,5 @@ func AppendVersion(dst []byte, v *Version) []byte {
 	dst = strconv.AppendInt(dst, v.TsMs, 10)
 	dst = append(dst, `,"rules":`...)
 	dst = strconv.AppendInt(dst, v.Rules, 10)
-	return append(dst, '}')
+	return append(dst, '}'), statusStart, statusEnd
 }
