@@ -255,7 +255,8 @@ def _encoded(record: Any) -> bytes | None:
 
 # Pipes hold 64 KiB by default: a batch's request (about 1.5 KB an input) would go over in slices,
 # each waiting for the core to be scheduled and read it. The most an unprivileged process may ask
-# for is /proc/sys/fs/pipe-max-size (1 MiB unless changed).
+# for is /proc/sys/fs/pipe-max-size (1 MiB unless changed). The core widens the pipe of its answers
+# itself (streams/foldcore/cmd/podfold/pipe_linux.go).
 _PIPE_BYTES = 1 << 20
 _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 
