@@ -37,9 +37,11 @@ from podledger.streams.fold_core_wire import (
     OK,
     CoreGaveUp,
     CoreInput,
+    SealedInputs,
     decode_gave_up,
     decode_sealed,
     load_request,
+    sealed_inputs,
     sealed_request,
 )
 from podledger.streams.outputs import Coordinates
@@ -97,16 +99,17 @@ class LiveCore:
         """Fold a batch of ingress records, in order, and seal its outputs; `clock` is each
         partition's newest pod-updates event time before it (the batch's `newest` starts from
         it), `heads` the hash chains' heads before it (streams/seal.py)."""
-        return await self.result(await self.start_fold(inputs, clock, heads))
+        return await self.result(await self.start_fold(sealed_inputs(inputs), clock, heads))
 
     async def start_fold(
-        self, inputs: Sequence[CoreInput], clock: dict[int, int], heads: Mapping[tuple[str, int], bytes]
+        self, inputs: SealedInputs, clock: dict[int, int], heads: Mapping[tuple[str, int], bytes]
     ) -> Started:
-        """Hand the core a batch (as `fold`) and return at once; its answer is `result`, which
-        must be read before any other request. Either every input has its proof or none has."""
+        """Hand the core a batch (as `fold`, its inputs made ready with `sealed_inputs`, as early
+        as the caller likes) and return at once; its answer is `result`, which must be read before
+        any other request."""
         request = sealed_request(inputs, heads)
         async with self._lock:
-            proc = await self._send(request)
+            proc = await self._send(*request)
             started = self._started = Started(proc, dict(clock))
         return started
 
@@ -124,13 +127,14 @@ class LiveCore:
             return decode_gave_up(answer)
         return decode_sealed(answer, started.clock)
 
-    async def _send(self, request: bytes) -> asyncio.subprocess.Process:
+    async def _send(self, *parts: bytes) -> asyncio.subprocess.Process:
         if self._started is not None:
             raise RuntimeError("the native fold core's answer to the batch handed over is not read yet")
         proc = await self._process()
         assert proc.stdin is not None
         # The pipe takes it now (a broken pipe shows when the answer is read); drained then too.
-        proc.stdin.write(request)
+        for part in parts:  # one write each: no copy of the inputs into one request
+            proc.stdin.write(part)
         return proc
 
     async def _answer(self, proc: asyncio.subprocess.Process) -> bytes:

@@ -61,10 +61,19 @@ def load_request(records: Iterable[tuple[bytes, bytes | None]]) -> tuple[bytes, 
     return b"L" + _U32.pack(count) + b"".join(parts), count
 
 
-def sealed_request(inputs: Sequence[CoreInput], heads: Mapping[tuple[str, int], bytes]) -> bytes:
-    """The request that folds a batch and seals its outputs ('S'): whether its inputs carry proofs
-    of origin (every one must, or none), the heads of the chains of every partition its inputs are
-    on (those `heads` holds), then the inputs."""
+@dataclass(frozen=True, slots=True)
+class SealedInputs:
+    """A batch's inputs as the request that folds and seals it carries them (`sealed_inputs`):
+    made before the heads of the chains they go on from are known (`sealed_request`)."""
+
+    body: bytes
+    proven: bool
+    partitions: tuple[int, ...]  # those the inputs are on, in order
+
+
+def sealed_inputs(inputs: Sequence[CoreInput]) -> SealedInputs:
+    """The inputs part of a sealed request: whether they carry proofs of origin (every one must,
+    or none), their count, then each input."""
     proven = bool(inputs) and inputs[0][2] is not None
     parts = [_U32.pack(len(inputs))]
     partitions: set[int] = set()
@@ -80,16 +89,23 @@ def sealed_request(inputs: Sequence[CoreInput], heads: Mapping[tuple[str, int], 
                 raise ValueError("a batch with proofs of origin has an input without one")
             node = proof.node.encode()
             parts += (u32(len(node)), node, u64(proof.seq))
+    return SealedInputs(b"".join(parts), proven, tuple(sorted(partitions)))
+
+
+def sealed_request(inputs: SealedInputs, heads: Mapping[tuple[str, int], bytes]) -> list[bytes]:
+    """The request that folds a batch and seals its outputs ('S'), in parts to write in order:
+    whether its inputs carry proofs, the heads of the chains of every partition its inputs are on
+    (those `heads` holds), then the inputs."""
     given = [
         (topic, p, heads[(topic, p)])
-        for p in sorted(partitions)
+        for p in inputs.partitions
         for topic in (Topic.JOURNAL, Topic.POD_STATUS_HISTORY)
         if (topic, p) in heads
     ]
-    request = [b"S", b"\x01" if proven else b"\x00", _U32.pack(len(given))]
+    request = [b"S", b"\x01" if inputs.proven else b"\x00", _U32.pack(len(given))]
     for topic, p, chain_head in given:
         request += (_HEAD.pack(_SEALED_CODES[topic], p), chain_head)
-    return b"".join(request + parts)
+    return [b"".join(request), inputs.body]
 
 
 def _nbytes(value: bytes | None) -> bytes:

@@ -33,6 +33,7 @@ from podledger.streams.batch import (
     stored_record,
 )
 from podledger.streams.fold_core_live import LiveCore, Started, core_inputs, fold_batch
+from podledger.streams.fold_core_wire import SealedInputs, sealed_inputs
 from podledger.streams.fold_flight import Flight
 from podledger.streams.fold_writes import BatchWriter
 from podledger.streams.intake import Delivery, Intake
@@ -59,6 +60,19 @@ class _Ahead:
     started: Started | None = None
 
 
+@dataclass(slots=True)
+class _Prepared:
+    """The delivery after the one the core folds, taken and made ready for the core meanwhile
+    (`_prepare`): its inputs and, when the core may take them, those inputs as it takes them
+    (`sealed`), made while the rest of the partitions' state was as `revocations` says."""
+
+    delivery: Delivery
+    inputs: list[tuple[Coordinates, Any]]
+    folded: dict[int, dict[str, int]]
+    sealed: SealedInputs | None
+    revocations: int
+
+
 class FoldLoop:
     """The fold's side of the app: its state, its intake and its loop."""
 
@@ -79,6 +93,8 @@ class FoldLoop:
         self._recovered: set[int] = set()  # partitions whose journal tail was re-applied
         self._waiting: Waiting = {}  # records holding events for unannounced pods, since when
         self._ahead: _Ahead | None = None  # the next delivery, taken early (see _fold_ahead)
+        self._prepared: _Prepared | None = None  # the one after it, made ready (see _prepare)
+        self._revocations = 0  # how many times partitions were taken away
         self.flight = Flight(self.writer)  # batches sealed and not stored yet (streams/fold_flight.py)
         self._clock: dict[int, int] = {}  # partition -> newest pod-updates event time folded
         self._heads: dict[tuple[str, int], bytes] = {}  # (topic, partition) -> its hash chain's head
@@ -98,7 +114,9 @@ class FoldLoop:
         loses none of them: the successor re-applies the journal after the stored marker.
 
         With the native core, the next batch, when fetched already, is handed to the core as soon
-        as batch n is folded and sealed, so the core folds n+1 while this loop sends n."""
+        as batch n is folded and sealed, so the core folds n+1 while this loop sends n; and the
+        batch after it is taken and made ready for the core meanwhile, so that the core waits for
+        this loop only as long as sealing n takes."""
         try:
             with self.gc_pauses:
                 await self._run()
@@ -129,6 +147,8 @@ class FoldLoop:
             held = self._held()
             await self.flight.room()
             self.flight.send(batch, folded, functools.partial(self._stored, delivery, held))
+            if self._ahead is not None and self._ahead.started is not None:
+                self._prepared = await self._prepare()  # while the core folds the batch handed to it
 
     def _stored(self, delivery: Delivery, held: dict[int, int]) -> None:
         """A batch's records and markers are stored: its inputs may be committed, its watermarks go on."""
@@ -136,24 +156,45 @@ class FoldLoop:
         self.watermarks.stored([_Applied.of(r) for r in delivery.newest.values()], held, self._recovered)
 
     async def _fold_ahead(self) -> _Ahead | None:
-        """Take the next delivery if it is fetched already and hand it to the core, which folds it
-        while this loop sends the batch before it. Not when it needs a restore first: it is only
-        taken then."""
+        """Hand the next delivery to the core, which folds it while this loop sends the batch
+        before it: the one made ready meanwhile (`_prepare`; made again if partitions were taken
+        away since), else the next one if it is fetched already. Not when it needs a restore
+        first: it is only taken then."""
         if self.core is None:
             return None
         self.flight.reap()
-        delivery = await self.intake.take_nowait()
-        if delivery is None:
-            return None
+        prepared, self._prepared = self._prepared, None
+        if prepared is None or prepared.revocations != self._revocations:
+            delivery = prepared.delivery if prepared is not None else await self.intake.take_nowait()
+            if delivery is None:
+                return None
+            prepared = self._made_ready(delivery)
+        delivery = prepared.delivery
         if {r.partition for r in delivery.records} - self._recovered:
             return _Ahead(delivery)
+        if prepared.sealed is None:
+            return _Ahead(delivery)
+        started = await self.core.start_fold(prepared.sealed, self._clock, self._heads)
+        return _Ahead(delivery, prepared.inputs, prepared.folded, started)
+
+    async def _prepare(self) -> _Prepared | None:
+        """Take the delivery after the one the core folds, if it is fetched already, and make it
+        ready for the core (`_made_ready`), so that once the core answers, handing it over costs
+        only the request's first bytes: the core waits for the loop no longer than that."""
+        delivery = await self.intake.take_nowait()
+        return None if delivery is None else self._made_ready(delivery)
+
+    def _made_ready(self, delivery: Delivery) -> _Prepared:
+        """A delivery's inputs, and the core's form of them (None: the core is not to fold it:
+        nothing new, a partition to restore first, or a record to dead-letter as forged, which
+        the Python fold takes)."""
+        revocations = self._revocations
+        if {r.partition for r in delivery.records} - self._recovered:
+            return _Prepared(delivery, [], {}, None, revocations)
         inputs, folded = self._inputs(delivery)
-        if not inputs:
-            return _Ahead(delivery)
-        handed = core_inputs(inputs, self.keyring, self.settings.partitions)
-        if handed is None:  # a record to dead-letter as forged: the Python fold takes the batch
-            return _Ahead(delivery)
-        return _Ahead(delivery, inputs, folded, await self.core.start_fold(handed, self._clock, self._heads))
+        handed = core_inputs(inputs, self.keyring, self.settings.partitions) if inputs else None
+        sealed = None if handed is None else sealed_inputs(handed)
+        return _Prepared(delivery, inputs, folded, sealed, revocations)
 
     async def _take(self) -> Delivery:
         """The next batch; a failure of a batch on its way is raised meanwhile, not later (it fails
@@ -280,6 +321,7 @@ class FoldLoop:
             await self._forget_partitions()
 
     async def _forget_partitions(self) -> None:
+        self._revocations += 1  # what was made ready before is made again (FoldLoop._fold_ahead)
         # Another worker may change these partitions' records before they come back to us.
         for partition in self._recovered:
             self.state.forget(partition)

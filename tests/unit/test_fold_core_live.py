@@ -25,7 +25,7 @@ from podledger.schemas.origin import derive_keys, sign
 from podledger.streams.batch import BatchFold, Waiting
 from podledger.streams.fold import DEFAULT_HOLD, HoldLimits
 from podledger.streams.fold_core_live import LiveCore, Started, core_inputs, fold_batch
-from podledger.streams.fold_core_wire import CoreGaveUp
+from podledger.streams.fold_core_wire import CoreGaveUp, sealed_inputs
 from podledger.streams.native_replay import find_core
 from podledger.streams.outputs import Coordinates
 from podledger.streams.seal import seal
@@ -139,7 +139,7 @@ class Loop:
         ahead = None
         handed = core_inputs(following, self.keyring, PARTITIONS) if following else None
         if handed is not None and self.core is not None:  # the fold loop hands no forged batch ahead
-            ahead = await self.core.start_fold(handed, self.clock, self.heads)
+            ahead = await self.core.start_fold(sealed_inputs(handed), self.clock, self.heads)
         for built in batch.built:
             self.written += records_of(built)
         for partition, out in [*batch.journal, *batch.outputs]:
@@ -426,11 +426,11 @@ def test_a_batch_handed_to_the_core_is_answered_before_any_other_request(core_pa
     async def run() -> tuple[Any, Any, Any]:
         core = new_core(core_path)
         try:
-            started = await core.start_fold(unproven(inputs[:100]), {}, GENESIS_HEADS)
+            started = await core.start_fold(sealed_inputs(unproven(inputs[:100])), {}, GENESIS_HEADS)
             with pytest.raises(RuntimeError, match="not read yet"):
                 await core.load([(b"uid", None)])
             folded = await core.result(started)
-            second = await core.start_fold(unproven(inputs[100:]), {}, GENESIS_HEADS)
+            second = await core.start_fold(sealed_inputs(unproven(inputs[100:])), {}, GENESIS_HEADS)
             await core.close()
             again = await core.fold(unproven(inputs[:100]), {}, GENESIS_HEADS)
             return folded, await core.result(second), again
