@@ -143,10 +143,14 @@ func (in shapeInterner) withTopic(applied string, t int) string {
 // slices of data (Record.raw), which the caller keeps unchanged while the record is parsed.
 func decodeStored(uid string, data []byte, shapes shapeInterner, keepRaw bool) (*Record, recordShape, *heldRecord, string) {
 	var spans []topSpan
+	var parsed any
+	var err error
 	if keepRaw {
 		spans = make([]topSpan, 0, numRecordKeys)
+		parsed, err = parseSpans(data, &spans)
+	} else {
+		parsed, err = Parse(data)
 	}
-	parsed, err := parseSpans(data, &spans)
 	if err != nil {
 		return nil, recordShape{}, nil, "not JSON the port reads: " + err.Error()
 	}
