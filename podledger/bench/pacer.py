@@ -56,8 +56,8 @@ async def paced_produce(settings: Settings, events: list[IngressEvent], rate: in
     publish with (ProducerSlot): every PACE_TICK_S, what has come due goes out as one send, or,
     while the send before is unacknowledged, waits to go with the next. One send at a time is how
     a producer batches behind a slow acknowledgement; a send per tick regardless queued a waiter
-    per tick and topic-partition in aiokafka, which a broker's pause of a few hundred milliseconds
-    turned into refused sends (KafkaTimeoutError) and a burst of resends."""
+    per tick and topic-partition in aiokafka whenever acknowledgements fell behind, and aiokafka
+    refused some of them (KafkaTimeoutError), sent again later in a burst."""
     slot = ProducerSlot(settings, linger_ms=0)
     in_flight: asyncio.Task[list[int]] | None = None
     try:
