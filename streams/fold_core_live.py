@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -76,12 +75,10 @@ class LiveCore:
 
     async def _process(self) -> asyncio.subprocess.Process:
         if self._proc is None:
-            proc = await asyncio.create_subprocess_exec(
+            # The core widens both pipes to 1 MiB itself (cmd/podfold/pipe_linux.go).
+            self._proc = await asyncio.create_subprocess_exec(
                 *self._command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
             )
-            assert proc.stdin is not None and proc.stdout is not None
-            _widen(proc.stdin.transport.get_extra_info("pipe"))
-            self._proc = proc
         return self._proc
 
     async def load(self, records: Iterable[tuple[bytes, bytes | None]]) -> int:
@@ -255,18 +252,3 @@ def core_inputs(
 
 def _encoded(record: Any) -> bytes | None:
     return None if record is None else orjson.dumps(record)
-
-
-# Pipes hold 64 KiB by default: a batch's request (about 1.5 KB an input) would go over in slices,
-# each waiting for the core to be scheduled and read it. The most an unprivileged process may ask
-# for is /proc/sys/fs/pipe-max-size (1 MiB unless changed). The core widens the pipe of its answers
-# itself (streams/foldcore/cmd/podfold/pipe_linux.go).
-_PIPE_BYTES = 1 << 20
-_F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
-
-
-def _widen(pipe: Any) -> None:
-    if pipe is None:
-        return
-    with contextlib.suppress(OSError, ValueError):  # a lower limit (or a core gone): it works, slower
-        fcntl.fcntl(pipe.fileno(), _F_SETPIPE_SZ, _PIPE_BYTES)

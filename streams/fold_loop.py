@@ -51,26 +51,17 @@ log = logging.getLogger(__name__)
 
 @dataclass(slots=True)
 class _Ahead:
-    """The next delivery, taken while the batch before it was sealed; with `started`, the core
-    folds its `inputs` meanwhile (`folded`: their newest offsets, as FoldLoop._inputs gives)."""
+    """A delivery taken early: while the batch before it was sealed, or while the core folded
+    that one (`FoldLoop._prepare`). `inputs` and `folded` are what FoldLoop._inputs gives;
+    `sealed`, when the core may fold them, the inputs as it takes them, made while partitions had
+    been taken away `revocations` times; with `started`, the core folds them meanwhile."""
 
     delivery: Delivery
     inputs: list[tuple[Coordinates, Any]] = field(default_factory=list)
     folded: dict[int, dict[str, int]] = field(default_factory=dict)
+    sealed: SealedInputs | None = None
+    revocations: int = 0
     started: Started | None = None
-
-
-@dataclass(slots=True)
-class _Prepared:
-    """The delivery after the one the core folds, taken and made ready for the core meanwhile
-    (`_prepare`): its inputs and, when the core may take them, those inputs as it takes them
-    (`sealed`), made while the rest of the partitions' state was as `revocations` says."""
-
-    delivery: Delivery
-    inputs: list[tuple[Coordinates, Any]]
-    folded: dict[int, dict[str, int]]
-    sealed: SealedInputs | None
-    revocations: int
 
 
 class FoldLoop:
@@ -93,7 +84,7 @@ class FoldLoop:
         self._recovered: set[int] = set()  # partitions whose journal tail was re-applied
         self._waiting: Waiting = {}  # records holding events for unannounced pods, since when
         self._ahead: _Ahead | None = None  # the next delivery, taken early (see _fold_ahead)
-        self._prepared: _Prepared | None = None  # the one after it, made ready (see _prepare)
+        self._prepared: _Ahead | None = None  # the one after it, made ready (see _prepare)
         self._revocations = 0  # how many times partitions were taken away
         self.flight = Flight(self.writer)  # batches sealed and not stored yet (streams/fold_flight.py)
         self._clock: dict[int, int] = {}  # partition -> newest pod-updates event time folded
@@ -163,38 +154,34 @@ class FoldLoop:
         if self.core is None:
             return None
         self.flight.reap()
-        prepared, self._prepared = self._prepared, None
-        if prepared is None or prepared.revocations != self._revocations:
-            delivery = prepared.delivery if prepared is not None else await self.intake.take_nowait()
+        ahead, self._prepared = self._prepared, None
+        if ahead is None or ahead.revocations != self._revocations:
+            delivery = ahead.delivery if ahead is not None else await self.intake.take_nowait()
             if delivery is None:
                 return None
-            prepared = self._made_ready(delivery)
-        delivery = prepared.delivery
-        if {r.partition for r in delivery.records} - self._recovered:
-            return _Ahead(delivery)
-        if prepared.sealed is None:
-            return _Ahead(delivery)
-        started = await self.core.start_fold(prepared.sealed, self._clock, self._heads)
-        return _Ahead(delivery, prepared.inputs, prepared.folded, started)
+            ahead = self._made_ready(delivery)
+        if ahead.sealed is not None:
+            ahead.started = await self.core.start_fold(ahead.sealed, self._clock, self._heads)
+        return ahead
 
-    async def _prepare(self) -> _Prepared | None:
+    async def _prepare(self) -> _Ahead | None:
         """Take the delivery after the one the core folds, if it is fetched already, and make it
         ready for the core (`_made_ready`), so that once the core answers, handing it over costs
         only the request's first bytes: the core waits for the loop no longer than that."""
         delivery = await self.intake.take_nowait()
         return None if delivery is None else self._made_ready(delivery)
 
-    def _made_ready(self, delivery: Delivery) -> _Prepared:
-        """A delivery's inputs, and the core's form of them (None: the core is not to fold it:
-        nothing new, a partition to restore first, or a record to dead-letter as forged, which
-        the Python fold takes)."""
+    def _made_ready(self, delivery: Delivery) -> _Ahead:
+        """A delivery taken early, with its inputs and the core's form of them (`sealed` None: the
+        core is not to fold it: nothing new, a partition to restore first, or a record to
+        dead-letter as forged, which the Python fold takes)."""
         revocations = self._revocations
         if {r.partition for r in delivery.records} - self._recovered:
-            return _Prepared(delivery, [], {}, None, revocations)
+            return _Ahead(delivery, revocations=revocations)
         inputs, folded = self._inputs(delivery)
         handed = core_inputs(inputs, self.keyring, self.settings.partitions) if inputs else None
         sealed = None if handed is None else sealed_inputs(handed)
-        return _Prepared(delivery, inputs, folded, sealed, revocations)
+        return _Ahead(delivery, inputs, folded, sealed, revocations)
 
     async def _take(self) -> Delivery:
         """The next batch; a failure of a batch on its way is raised meanwhile, not later (it fails

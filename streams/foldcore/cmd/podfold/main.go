@@ -52,6 +52,7 @@ func main() {
 		server.ParsedRecords = *parsedRecords
 		server.RecordBatchBytes = *recordBatchBytes
 		server.SetTopicPrefix(*topicPrefix)
+		widenPipe(os.Stdin)
 		widenPipe(os.Stdout)
 		if err := server.Serve(os.Stdin, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, "podfold:", err)

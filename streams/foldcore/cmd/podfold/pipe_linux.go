@@ -11,10 +11,11 @@ import (
 // /proc/sys/fs/pipe-max-size says otherwise.
 const pipeBytes = 1 << 20
 
-// widenPipe asks for a pipe of pipeBytes behind f, when f is a pipe: an answer of a few megabytes
-// then goes to the fold worker in a few large reads, not in 64 KiB slices that each wait for the
-// worker's event loop to come round (measured: a tenth more batches folded a second). Anything
-// else (a file, a terminal, a lower limit) stays as it is.
+// widenPipe asks for a pipe of pipeBytes behind f, when f is a pipe. Pipes hold 64 KiB by default:
+// a batch's request (about 1.5 KB an input) would come over in slices, each waiting for the core
+// to be scheduled, and an answer of a few megabytes would go to the fold worker in slices, each
+// waiting for the worker's event loop to come round (widening the answers' pipe: a tenth more
+// batches folded a second). Anything else (a file, a terminal, a lower limit) stays as it is.
 func widenPipe(f *os.File) {
 	info, err := f.Stat()
 	if err != nil || info.Mode()&os.ModeNamedPipe == 0 {
