@@ -154,18 +154,29 @@ type Fold struct {
 	causes  map[causeKey]string // eventType's answers
 	pool    *statusPool         // objects of dropped statuses (fold_recycle.go); nil: none kept
 
-	// The time of the last event's second, as RFC3339FromMs gives it: events come in time
-	// order, many within a second.
-	nowSecond int64
-	now       any // a string; nil before the first event
+	// Times of recent event seconds, as RFC3339FromMs gives them, by second: events come in time
+	// order, many within a second, and a pod's events (which Replay folds one after another)
+	// within a few seconds.
+	nows [nowSlots]struct {
+		second int64
+		now    any // a string; nil: none yet
+	}
 }
 
-// nowOf is RFC3339FromMs(tsMs) as a JSON value, remembered for the last second asked for.
+// nowSlots is how many seconds' times a fold remembers (a power of two).
+const nowSlots = 256
+
+// nowOf is RFC3339FromMs(tsMs) as a JSON value, remembered for recent seconds.
 func (f *Fold) nowOf(tsMs int64) any {
-	if f.now == nil || tsMs < 0 || tsMs/1000 != f.nowSecond {
-		f.now, f.nowSecond = RFC3339FromMs(tsMs), tsMs/1000
+	if tsMs < 0 {
+		return RFC3339FromMs(tsMs) // gives up
 	}
-	return f.now
+	second := tsMs / 1000
+	slot := &f.nows[second&(nowSlots-1)]
+	if slot.now == nil || slot.second != second {
+		slot.now, slot.second = RFC3339FromMs(tsMs), second
+	}
+	return slot.now
 }
 
 // NewFold is a fold with no records that hands versions to emit.

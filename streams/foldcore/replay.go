@@ -29,6 +29,21 @@ func (g *GaveUp) Error() string { return fmt.Sprintf("line %d: %s", g.Line, g.Re
 // ProgressLines is how many lines pass between two progress reports, as in `podledger fold`.
 const ProgressLines = 100_000
 
+// DefaultWindowBytes is how much input Replay reads before it folds and writes it, unless told
+// otherwise: the history it writes is about four times as much, held until the window is written.
+const DefaultWindowBytes = 64 << 20
+
+// MinWindowBytes is the least window podfold takes (Replay takes any, as its tests do).
+const MinWindowBytes = 1 << 20
+
+// ReplayOptions are Replay's settings; the zero value is the defaults.
+type ReplayOptions struct {
+	// Progress, when set, is called every ProgressLines lines read.
+	Progress func(lines int64)
+	// WindowBytes is how much input is folded at a time (0: DefaultWindowBytes).
+	WindowBytes int
+}
+
 // isBlank: a line of only what Python's bytes.strip() removes is blank.
 func isBlank(line []byte) bool {
 	for _, c := range line {
@@ -41,27 +56,25 @@ func isBlank(line []byte) bool {
 	return true
 }
 
-// Replay is streams/replay.py replay() restricted to its history: it folds every line of `in` in
-// order and writes each pod-status-history value to `out`, one JSON object a line, exactly as
-// `podledger fold` prints them. A *GaveUp error means the input needs the Python fold; whatever
-// was written to `out` by then must be discarded. `progress`, when set, is called every
-// ProgressLines lines.
-func Replay(in io.Reader, out io.Writer, progress func(lines int64)) (stats Stats, err error) {
-	// Lines are encoded straight into the output buffer, written out whenever it is nearly full:
-	// small enough to stay in the processor's cache.
-	buf := make([]byte, 0, outputBuffer+outputSlack)
-	flush := func() {
-		if _, werr := out.Write(buf); werr != nil {
-			panic(writeError{werr})
-		}
-		buf = buf[:0]
+// Replay is streams/replay.py replay() restricted to its history: it folds every line of `in` and
+// writes each pod-status-history value to `out`, one JSON object a line, exactly as `podledger
+// fold` prints them, in input order. A *GaveUp error names the first input line the port does not
+// cover: the input needs the Python fold, and whatever was written to `out` must be discarded.
+//
+// It folds a window of input at a time, pod by pod (replay_window.go): a pod's record is read and
+// written by its events one after another while it is in the processor's cache, rather than once
+// per event among all the other pods' records. Each pod's events still fold in input order, and
+// nothing a pod's fold reads belongs to another pod, so every version is the one the input order
+// gives; the window's history is then written in input order.
+func Replay(in io.Reader, out io.Writer, opts ReplayOptions) (stats Stats, err error) {
+	window := opts.WindowBytes
+	if window <= 0 {
+		window = DefaultWindowBytes
 	}
+	w := newReplayWindow(window)
 	fold := NewFold(func(v *Version) {
-		buf = AppendVersion(buf, v)
-		buf = append(buf, '\n')
-		if len(buf) >= outputBuffer {
-			flush()
-		}
+		w.scratch = append(AppendVersion(w.scratch[:0], v), '\n')
+		w.keep(w.scratch)
 		stats.Versions++
 	})
 	defer func() {
@@ -70,30 +83,33 @@ func Replay(in io.Reader, out io.Writer, progress func(lines int64)) (stats Stat
 		}
 	}()
 	reader := bufio.NewReaderSize(in, 1<<20)
-	var long []byte
-	// One line decoded at a time, into the same object and event: Apply keeps none of either, only
-	// values below them.
-	var ev Event
-	var lineObj Obj
+	lineStart := 0
 	for {
-		line, rerr := reader.ReadSlice('\n')
+		piece, rerr := reader.ReadSlice('\n')
+		w.data = append(w.data, piece...)
 		if errors.Is(rerr, bufio.ErrBufferFull) {
-			long = append(long, line...)
-			continue
+			continue // a long line: the rest follows
 		}
-		if long != nil {
-			line = append(long, line...)
-			long = nil
-		}
-		if len(line) > 0 {
+		if len(w.data) > lineStart {
 			stats.Lines++
-			if progress != nil && stats.Lines%ProgressLines == 0 {
-				progress(stats.Lines)
+			if opts.Progress != nil && stats.Lines%ProgressLines == 0 {
+				opts.Progress(stats.Lines)
 			}
-			if !isBlank(line) {
-				at := parseLineInto(stats.Lines, bytes.TrimRight(line, "\n"), &ev, &lineObj)
-				fold.Apply(at, &ev)
+			w.add(fold, stats.Lines, lineStart)
+			if w.failure != nil {
+				return stats, w.failure
 			}
+			lineStart = len(w.data)
+		}
+		if rerr == io.EOF || (rerr == nil && len(w.data) >= window) {
+			w.foldPending(fold)
+			if w.failure != nil {
+				return stats, w.failure
+			}
+			if werr := w.write(out); werr != nil {
+				return stats, werr
+			}
+			lineStart = 0
 		}
 		if rerr == io.EOF {
 			break
@@ -104,17 +120,14 @@ func Replay(in io.Reader, out io.Writer, progress func(lines int64)) (stats Stat
 	}
 	stats.Events = fold.Events
 	stats.Pods = int64(len(fold.Pods))
-	if len(buf) > 0 {
-		flush()
-	}
 	return stats, nil
 }
 
-// outputBuffer is how many bytes of output Replay gathers before it writes them; outputSlack is
-// room for the line that crosses it (a longer one makes the buffer grow).
-const outputBuffer, outputSlack = 192 << 10, 64 << 10
+// trimLine is a line without its newline.
+func trimLine(line []byte) []byte { return bytes.TrimRight(line, "\n") }
 
-type writeError struct{ err error }
+// outputBuffer is how many bytes of output Replay gathers before it writes them.
+const outputBuffer = 192 << 10
 
 // recovered turns a panic of the fold into the error Replay returns: Unsupported and runtime
 // errors (a value of a shape the port does not expect) mean "give up", anything else is re-raised.
@@ -124,8 +137,6 @@ func recovered(r any, line int64) error {
 		return &GaveUp{Line: line, Reason: p.Reason}
 	case *Unsupported:
 		return &GaveUp{Line: line, Reason: p.Reason}
-	case writeError:
-		return p.err
 	case runtime.Error:
 		return &GaveUp{Line: line, Reason: "a value the port does not expect: " + p.Error()}
 	}

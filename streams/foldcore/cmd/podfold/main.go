@@ -37,8 +37,10 @@ func main() {
 	topicPrefix := flag.String("topic-prefix", "", "with --serve: the deployment's topic prefix, which sealed status versions name (ce_source)")
 	recordBatchBytes := flag.Int("record-batch-bytes", foldcore.DefaultRecordBatchBytes,
 		"with --serve: the most a sealed answer's Kafka record batch holds")
+	windowBytes := flag.Int("window-bytes", foldcore.DefaultWindowBytes,
+		"the input folded at a time, pod by pod (at least 1 MiB); its history is held until written")
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: podfold [--progress] [FILE]\n       podfold --serve [--max-event-bytes N] [--hold-max-events N] [--parsed-records N]\n                [--topic-prefix P] [--record-batch-bytes N]")
+		fmt.Fprintln(os.Stderr, "usage: podfold [--progress] [--window-bytes N] [FILE]\n       podfold --serve [--max-event-bytes N] [--hold-max-events N] [--parsed-records N]\n                [--topic-prefix P] [--record-batch-bytes N]")
 	}
 	flag.Parse()
 	if *serve {
@@ -61,7 +63,7 @@ func main() {
 		return
 	}
 	var in io.Reader = os.Stdin
-	if flag.NArg() > 1 {
+	if flag.NArg() > 1 || *windowBytes < foldcore.MinWindowBytes {
 		flag.Usage()
 		os.Exit(2)
 	}
@@ -80,7 +82,7 @@ func main() {
 	if *progress {
 		report = func(lines int64) { fmt.Fprintf(os.Stderr, "podfold: %d lines ...\n", lines) }
 	}
-	stats, err := foldcore.Replay(in, os.Stdout, report)
+	stats, err := foldcore.Replay(in, os.Stdout, foldcore.ReplayOptions{Progress: report, WindowBytes: *windowBytes})
 	var gaveUp *foldcore.GaveUp
 	if errors.As(err, &gaveUp) {
 		fmt.Fprintln(os.Stderr, "podfold: not covered:", gaveUp.Error())

@@ -1,0 +1,211 @@
+package foldcore
+
+import (
+	"bytes"
+	"io"
+)
+
+// A window of Replay's input, folded pod by pod. Each line is keyed by its pod (podKey), and the
+// lines of one pod form a chain in input order; folding the window folds one chain after another,
+// in the order the pods first appear. A line whose pod cannot be read off its bytes with certainty
+// is a barrier: the lines before it fold first, then it alone, and chains start anew after it.
+// The versions are kept in fold order, each line's apart, and the window writes them in input
+// order.
+
+// windowLine is one input line of a window.
+type windowLine struct {
+	no         int64 // 1-based line number in the input
+	start, end int   // the line in window.data, newline included
+	versions   int32 // its versions are window.versions[versions:versions+count]
+	count      int32
+	next       int32 // the next line of its pod's chain; -1: none
+}
+
+// keptVersion is a version's line in a window's chunks.
+type keptVersion struct{ chunk, start, end int32 }
+
+// chunkBytes is the size of a window's chunks of history.
+const chunkBytes = 4 << 20
+
+// replayWindow is the input Replay has read and not yet written out.
+type replayWindow struct {
+	data  []byte // the lines, one after another
+	lines []windowLine
+	// The versions' lines, in fold order: each is encoded in scratch, then kept in chunks (a long
+	// one in a chunk of its own), so that the window's history is never copied to grow. Writing
+	// the window out gathers them in scratch too.
+	scratch  []byte
+	chunks   [][]byte
+	versions []keptVersion
+
+	chains  map[string]int32 // pod key -> chain, for the lines since the last barrier
+	heads   []int32          // each chain's first line, in the order its pod first appeared
+	tails   []int32          // each chain's last line
+	keys    []string         // each chain's pod key
+	pending int              // lines[pending:] are not folded yet
+
+	ev      Event // the line being folded, decoded (Apply keeps neither it nor lineObj)
+	lineObj Obj
+
+	failure *GaveUp // the earliest line that did not fold; nil: none
+}
+
+// newReplayWindow is a window of windowBytes of input: its data has room for that and the line
+// that crosses it, if not too long, so that it is not copied as it fills.
+func newReplayWindow(windowBytes int) *replayWindow {
+	return &replayWindow{data: make([]byte, 0, windowBytes+lineRoom), chains: map[string]int32{}}
+}
+
+// lineRoom is the room a window's data keeps for the line that crosses its end.
+const lineRoom = 1 << 20
+
+// add takes the line that ends the window's data, from start on, as line number no.
+func (w *replayWindow) add(fold *Fold, no int64, start int) {
+	at := int32(len(w.lines))
+	w.lines = append(w.lines, windowLine{no: no, start: start, end: len(w.data), next: -1})
+	line := trimLine(w.data[start:])
+	if isBlank(line) {
+		return // folds to nothing; it only counts
+	}
+	key, ok := podKey(line)
+	if !ok { // a barrier: what came before folds first, then the line alone
+		w.foldPending(fold)
+		w.foldChain(fold, at, "")
+		w.pending = len(w.lines)
+		return
+	}
+	chain, seen := w.chains[string(key)]
+	if !seen {
+		chain = int32(len(w.heads))
+		k := string(key)
+		w.chains[k] = chain
+		w.heads, w.tails, w.keys = append(w.heads, at), append(w.tails, at), append(w.keys, k)
+		return
+	}
+	w.lines[w.tails[chain]].next = at
+	w.tails[chain] = at
+}
+
+// foldPending folds the lines not folded yet, chain by chain.
+func (w *replayWindow) foldPending(fold *Fold) {
+	for chain, head := range w.heads {
+		w.foldChain(fold, head, w.keys[chain])
+	}
+	clear(w.chains)
+	w.heads, w.tails, w.keys = w.heads[:0], w.tails[:0], w.keys[:0]
+	w.pending = len(w.lines)
+}
+
+// foldChain folds the lines of a chain from line at on, each of pod key ("": a barrier, read
+// whole). A line that does not fold ends its chain: the pod's later lines come after it, and the
+// earliest such line of all the window's chains is the one Replay names.
+func (w *replayWindow) foldChain(fold *Fold, at int32, key string) {
+	defer func() {
+		if r := recover(); r != nil {
+			if gaveUp := recovered(r, w.lines[at].no).(*GaveUp); w.failure == nil || gaveUp.Line < w.failure.Line {
+				w.failure = gaveUp
+			}
+		}
+	}()
+	for ; at >= 0; at = w.lines[at].next {
+		line := &w.lines[at]
+		if w.failure != nil && w.failure.Line < line.no {
+			return // a line before it gave up already: nothing after that counts
+		}
+		if isBlank(trimLine(w.data[line.start:line.end])) {
+			continue
+		}
+		coordinates := parseLineInto(line.no, trimLine(w.data[line.start:line.end]), &w.ev, &w.lineObj)
+		if key != "" && w.ev.UID != key {
+			unsupported("line %d: its pod is not the one its bytes name", line.no)
+		}
+		line.versions = int32(len(w.versions))
+		fold.Apply(coordinates, &w.ev)
+		line.count = int32(len(w.versions)) - line.versions
+	}
+}
+
+// write writes the folded lines' versions in input order and empties the window.
+func (w *replayWindow) write(out io.Writer) error {
+	buf := w.scratch[:0]
+	for _, line := range w.lines[:w.pending] {
+		for _, v := range w.versions[line.versions : line.versions+line.count] {
+			text := w.chunks[v.chunk][v.start:v.end]
+			if len(buf)+len(text) > outputBuffer && len(buf) > 0 {
+				if _, err := out.Write(buf); err != nil {
+					return err
+				}
+				buf = buf[:0]
+			}
+			buf = append(buf, text...)
+		}
+	}
+	if len(buf) > 0 {
+		if _, err := out.Write(buf); err != nil {
+			return err
+		}
+	}
+	w.scratch = buf[:0]
+	for i := range w.chunks {
+		w.chunks[i] = w.chunks[i][:0]
+	}
+	w.data, w.lines, w.versions = w.data[:0], w.lines[:0], w.versions[:0]
+	w.pending = 0
+	return nil
+}
+
+// keep files a version's line, encoded in w.scratch, in the window's chunks.
+func (w *replayWindow) keep(text []byte) {
+	chunk := len(w.chunks) - 1
+	for chunk < 0 || len(w.chunks[chunk])+len(text) > cap(w.chunks[chunk]) {
+		if chunk >= 0 && len(w.chunks[chunk]) == 0 { // an empty chunk too small: a long line
+			w.chunks[chunk] = make([]byte, 0, len(text))
+			break
+		}
+		chunk++
+		if chunk == len(w.chunks) {
+			w.chunks = append(w.chunks, make([]byte, 0, max(chunkBytes, len(text))))
+		}
+	}
+	start := len(w.chunks[chunk])
+	w.chunks[chunk] = append(w.chunks[chunk], text...)
+	w.versions = append(w.versions, keptVersion{int32(chunk), int32(start), int32(len(w.chunks[chunk]))})
+}
+
+// uidKey is the key an input line names its pod by (an event's "uid", a pod's metadata "uid").
+var uidKey = []byte(`"uid"`)
+
+// podKey is the pod a line's event is for, read off its bytes, when they say it with certainty:
+// "uid" appears once and nothing in the line is escaped, so that one key is the uid the line
+// decodes to (Replay checks that it is) and its string ends at the next quote. Otherwise the line
+// is a barrier.
+func podKey(line []byte) ([]byte, bool) {
+	if bytes.IndexByte(line, '\\') >= 0 {
+		return nil, false
+	}
+	i := bytes.Index(line, uidKey)
+	if i < 0 || bytes.Index(line[i+len(uidKey):], uidKey) >= 0 {
+		return nil, false
+	}
+	rest := skipJSONSpace(line[i+len(uidKey):])
+	if len(rest) == 0 || rest[0] != ':' {
+		return nil, false
+	}
+	rest = skipJSONSpace(rest[1:])
+	if len(rest) == 0 || rest[0] != '"' {
+		return nil, false
+	}
+	end := bytes.IndexByte(rest[1:], '"')
+	if end < 0 {
+		return nil, false
+	}
+	return rest[1 : 1+end], true
+}
+
+// skipJSONSpace is b after JSON's whitespace.
+func skipJSONSpace(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\n' || b[0] == '\r') {
+		b = b[1:]
+	}
+	return b
+}
