@@ -73,8 +73,7 @@ func Replay(in io.Reader, out io.Writer, opts ReplayOptions) (stats Stats, err e
 	}
 	w := newReplayWindow(window)
 	fold := NewFold(func(v *Version) {
-		w.scratch = append(AppendVersion(w.scratch[:0], v), '\n')
-		w.keep(w.scratch)
+		w.keep(v)
 		stats.Versions++
 	})
 	defer func() {

@@ -24,18 +24,18 @@ type windowLine struct {
 // keptVersion is a version's line in a window's chunks.
 type keptVersion struct{ chunk, start, end int32 }
 
-// chunkBytes is the size of a window's chunks of history.
-const chunkBytes = 4 << 20
+// chunkBytes is the size of a window's chunks of history; chunkSlack is the room a chunk must
+// have left to take another version (a status's line is a few KB).
+const chunkBytes, chunkSlack = 4 << 20, 64 << 10
 
 // replayWindow is the input Replay has read and not yet written out.
 type replayWindow struct {
 	data  []byte // the lines, one after another
 	lines []windowLine
-	// The versions' lines, in fold order: each is encoded in scratch, then kept in chunks (a long
-	// one in a chunk of its own), so that the window's history is never copied to grow. Writing
-	// the window out gathers them in scratch too.
+	// The versions' lines, in fold order, encoded into chunks (keep) so that the window's history
+	// is never copied to grow; writing the window out gathers them in scratch.
 	scratch  []byte
-	chunks   [][]byte
+	chunks   [][]byte // emptied, not dropped, as a window is written: chunks[len:cap] are for reuse
 	versions []keptVersion
 
 	chains  map[string]int32 // pod key -> chain, for the lines since the last barrier
@@ -96,8 +96,8 @@ func (w *replayWindow) foldPending(fold *Fold) {
 	w.pending = len(w.lines)
 }
 
-// foldChain folds the lines of a chain from line at on, each of pod key ("": a barrier, read
-// whole). A line that does not fold ends its chain: the pod's later lines come after it, and the
+// foldChain folds the lines of a chain from line at on (none blank), each of pod key ("": a
+// barrier, read whole). A line that does not fold ends its chain: the pod's later lines come after it, and the
 // earliest such line of all the window's chains is the one Replay names.
 func (w *replayWindow) foldChain(fold *Fold, at int32, key string) {
 	defer func() {
@@ -111,9 +111,6 @@ func (w *replayWindow) foldChain(fold *Fold, at int32, key string) {
 		line := &w.lines[at]
 		if w.failure != nil && w.failure.Line < line.no {
 			return // a line before it gave up already: nothing after that counts
-		}
-		if isBlank(trimLine(w.data[line.start:line.end])) {
-			continue
 		}
 		coordinates := parseLineInto(line.no, trimLine(w.data[line.start:line.end]), &w.ev, &w.lineObj)
 		if key != "" && w.ev.UID != key {
@@ -149,31 +146,34 @@ func (w *replayWindow) write(out io.Writer) error {
 	for i := range w.chunks {
 		w.chunks[i] = w.chunks[i][:0]
 	}
-	w.data, w.lines, w.versions = w.data[:0], w.lines[:0], w.versions[:0]
+	w.data, w.lines, w.versions, w.chunks = w.data[:0], w.lines[:0], w.versions[:0], w.chunks[:0]
 	w.pending = 0
 	return nil
 }
 
-// keep files a version's line, encoded in w.scratch, in the window's chunks.
-func (w *replayWindow) keep(text []byte) {
-	chunk := len(w.chunks) - 1
-	for chunk < 0 || len(w.chunks[chunk])+len(text) > cap(w.chunks[chunk]) {
-		if chunk >= 0 && len(w.chunks[chunk]) == 0 { // an empty chunk too small: a long line
-			w.chunks[chunk] = make([]byte, 0, len(text))
-			break
-		}
-		chunk++
-		if chunk == len(w.chunks) {
-			w.chunks = append(w.chunks, make([]byte, 0, max(chunkBytes, len(text))))
+// keep encodes a version's line at the end of the window's last chunk, or of a new one when the
+// last has less than chunkSlack left. A longer line grows its chunk as append does: rare, and
+// still correct.
+func (w *replayWindow) keep(v *Version) {
+	last := len(w.chunks) - 1
+	if last < 0 || cap(w.chunks[last])-len(w.chunks[last]) < chunkSlack {
+		last++
+		if last < cap(w.chunks) && cap(w.chunks[:last+1][last]) > 0 {
+			w.chunks = w.chunks[:last+1] // one an earlier window filled
+		} else {
+			w.chunks = append(w.chunks, make([]byte, 0, chunkBytes))
 		}
 	}
-	start := len(w.chunks[chunk])
-	w.chunks[chunk] = append(w.chunks[chunk], text...)
-	w.versions = append(w.versions, keptVersion{int32(chunk), int32(start), int32(len(w.chunks[chunk]))})
+	chunk := w.chunks[last]
+	start := len(chunk)
+	chunk = append(AppendVersion(chunk, v), '\n')
+	w.chunks[last] = chunk
+	w.versions = append(w.versions, keptVersion{int32(last), int32(start), int32(len(chunk))})
 }
 
-// uidKey is the key an input line names its pod by (an event's "uid", a pod's metadata "uid").
-var uidKey = []byte(`"uid"`)
+// uidKey is the key an input line names its pod by (an event's "uid", a pod's metadata "uid"),
+// without its opening quote.
+var uidKey = []byte(`uid"`)
 
 // podKey is the pod a line's event is for, read off its bytes, when they say it with certainty:
 // "uid" appears once and nothing in the line is escaped, so that one key is the uid the line
@@ -183,11 +183,11 @@ func podKey(line []byte) ([]byte, bool) {
 	if bytes.IndexByte(line, '\\') >= 0 {
 		return nil, false
 	}
-	i := bytes.Index(line, uidKey)
-	if i < 0 || bytes.Index(line[i+len(uidKey):], uidKey) >= 0 {
+	end := uidKeyEnd(line)
+	if end < 0 || uidKeyEnd(line[end:]) >= 0 {
 		return nil, false
 	}
-	rest := skipJSONSpace(line[i+len(uidKey):])
+	rest := skipJSONSpace(line[end:])
 	if len(rest) == 0 || rest[0] != ':' {
 		return nil, false
 	}
@@ -195,11 +195,27 @@ func podKey(line []byte) ([]byte, bool) {
 	if len(rest) == 0 || rest[0] != '"' {
 		return nil, false
 	}
-	end := bytes.IndexByte(rest[1:], '"')
-	if end < 0 {
+	length := bytes.IndexByte(rest[1:], '"')
+	if length < 0 {
 		return nil, false
 	}
-	return rest[1 : 1+end], true
+	return rest[1 : 1+length], true
+}
+
+// uidKeyEnd is where the first "uid" in b ends, or -1. It looks for uid" and then for the quote
+// before it: a quote is in every key and value, a u in few.
+func uidKeyEnd(b []byte) int {
+	for from := 0; ; {
+		i := bytes.Index(b[from:], uidKey)
+		if i < 0 {
+			return -1
+		}
+		at := from + i
+		if at > 0 && b[at-1] == '"' {
+			return at + len(uidKey)
+		}
+		from = at + 1
+	}
 }
 
 // skipJSONSpace is b after JSON's whitespace.
