@@ -134,6 +134,7 @@ func TestPodKey(t *testing.T) {
 		`{"op":"ADD","pod":{"metadata":{"uid":"u2"}}}`: "u2",
 		`{"uid" : "u3"}`:                               "u3",
 		"{\"uid\"\t:\n\"u4\"}":                         "u4",
+		`{"fluid":"x","uid":"u5"}`:                     "u5",
 		`{"uid":"u1","labels":{"uid":"u1"}}`:           "", // twice: which one decodes is not sure
 		`{"\u0075id":"u1"}`:                            "", // an escape: the key may be written otherwise
 		`{"uid":"u1","name":"a\"b"}`:                   "",
