@@ -44,6 +44,8 @@ type replayWindow struct {
 	keys    []string         // each chain's pod key
 	pending int              // lines[pending:] are not folded yet
 
+	encoder versionEncoder
+
 	ev      Event // the line being folded, decoded (Apply keeps neither it nor lineObj)
 	lineObj Obj
 
@@ -147,6 +149,7 @@ func (w *replayWindow) write(out io.Writer) error {
 		w.chunks[i] = w.chunks[i][:0]
 	}
 	w.data, w.lines, w.versions, w.chunks = w.data[:0], w.lines[:0], w.versions[:0], w.chunks[:0]
+	w.encoder.forget() // its lines are in the chunks
 	w.pending = 0
 	return nil
 }
@@ -166,7 +169,7 @@ func (w *replayWindow) keep(v *Version) {
 	}
 	chunk := w.chunks[last]
 	start := len(chunk)
-	chunk = append(AppendVersion(chunk, v), '\n')
+	chunk = append(w.encoder.append(chunk, v), '\n')
 	w.chunks[last] = chunk
 	w.versions = append(w.versions, keptVersion{int32(last), int32(start), int32(len(chunk))})
 }

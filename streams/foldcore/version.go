@@ -38,6 +38,12 @@ func AppendVersion(dst []byte, v *Version) []byte {
 
 // appendVersion is AppendVersion, also saying where the status's JSON lies in the result.
 func appendVersion(dst []byte, v *Version) (out []byte, statusStart, statusEnd int) {
+	return appendVersionWith(dst, v, nil)
+}
+
+// appendVersionWith is appendVersion with the status encoded by encoder (nil: Encode).
+func appendVersionWith(dst []byte, v *Version, encoder *versionEncoder) (out []byte, statusStart, statusEnd int) {
+	lineStart := len(dst)
 	dst = append(dst, `{"uid":`...)
 	dst = appendString(dst, v.UID)
 	dst = append(dst, `,"namespace":`...)
@@ -50,7 +56,11 @@ func appendVersion(dst []byte, v *Version) (out []byte, statusStart, statusEnd i
 	dst = strconv.AppendInt(dst, v.Version, 10)
 	dst = append(dst, `,"status":`...)
 	statusStart = len(dst)
-	dst = Encode(dst, v.Status)
+	if encoder != nil && v.Status != nil {
+		dst = encoder.status(dst, v.Status, lineStart)
+	} else {
+		dst = Encode(dst, v.Status)
+	}
 	statusEnd = len(dst)
 	dst = append(dst, `,"could_have_running_containers":`...)
 	dst = strconv.AppendBool(dst, v.CouldHaveRunningContainers)
