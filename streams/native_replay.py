@@ -59,10 +59,18 @@ def find_core(setting: str) -> str | None:
     return str(beside) if os.access(beside, os.X_OK) else shutil.which(CORE_NAME)
 
 
-def fold_file(core: str, source: Path, history: BinaryIO, *, progress: bool = False) -> CoreStats | GaveUp:
+def fold_file(
+    core: str, source: Path, history: BinaryIO, *, progress: bool = False, window_bytes: int | None = None
+) -> CoreStats | GaveUp:
     """Fold the JSON lines in `source` with the core, writing history values to `history`.
-    With `progress`, the core's progress lines go on to standard error as it prints them."""
-    command = [core, *(["--progress"] if progress else []), str(source)]
+    With `progress`, the core's progress lines go on to standard error as it prints them;
+    `window_bytes` is how much input it folds at a time (None: its default, 64 MB)."""
+    command = [
+        core,
+        *(["--progress"] if progress else []),
+        *(["--window-bytes", str(window_bytes)] if window_bytes is not None else []),
+        str(source),
+    ]
     with subprocess.Popen(command, stdout=history, stderr=subprocess.PIPE) as proc:
         assert proc.stderr is not None
         lines: list[str] = []

@@ -44,18 +44,18 @@ def cmd_fold(args: argparse.Namespace) -> int:
                 shutil.copyfileobj(sys.stdin.buffer, copy, 1 << 20)
         elif not os.access(path, os.R_OK):
             _open_input(args.file)  # says why it cannot be read
-        folded = _fold_with_core(core, path, args.progress)
+        folded = _fold_with_core(core, path, args.progress, args.window_mb)
         if folded is not None:
             return folded
         return _fold_in_python(args, settings, _open_input(str(path)), wanted)
 
 
-def _fold_with_core(core: str, path: Path, progress: bool) -> int | None:
+def _fold_with_core(core: str, path: Path, progress: bool, window_mb: int) -> int | None:
     """Fold with the native core and print what it printed; None if it does not cover the input."""
     from podledger.streams.native_replay import GaveUp, fold_file
 
     with tempfile.TemporaryFile() as history:
-        result = fold_file(core, path, history, progress=progress)
+        result = fold_file(core, path, history, progress=progress, window_bytes=window_mb << 20)
         if isinstance(result, GaveUp):
             print(
                 f"podledger fold: the native core does not cover line {result.line} ({result.reason});"
@@ -105,6 +105,19 @@ def _fold_in_python(args: argparse.Namespace, settings: Settings, source: Binary
     return 1 if stats.rejected and args.strict else 0
 
 
+WINDOW_MB_RANGE = range(1, 4097)
+
+
+def _window_mb(text: str) -> int:
+    try:
+        window = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of MB: {text!r}") from None
+    if window not in WINDOW_MB_RANGE:
+        raise argparse.ArgumentTypeError(f"{window} is outside 1..4096 MB")
+    return window
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "fold",
@@ -122,5 +135,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--strict", action="store_true", help="exit 1 if any line was rejected")
     p.add_argument("--progress", action="store_true", help="report progress on stderr every 100,000 lines")
+    p.add_argument(
+        "--window-mb",
+        type=_window_mb,
+        default=64,
+        help="the native core folds this much input at a time, pod by pod, and holds its history (about"
+        " four times as much) until it is written: 1..4096 (default 64)",
+    )
     add_connection_options(p)
     p.set_defaults(func=cmd_fold)

@@ -146,3 +146,21 @@ def test_a_core_setting_that_names_no_executable_is_a_clear_error(tmp_path: Path
     done = _podledger_fold(tmp_path / "none.jsonl", str(tmp_path / "missing-core"))
     assert done.returncode != 0
     assert b"PODLEDGER_FOLD_CORE=" in done.stderr and b"not an executable" in done.stderr
+
+
+def test_podledger_fold_takes_the_window_and_refuses_one_out_of_range(core: str, tmp_path: Path) -> None:
+    """The core folds a window of input at a time, pod by pod: over windows of 1 MB (this input
+    is 2.5 MB of 6,000 events) the history is still the Python fold's, in input order."""
+    lines = [encode(e.value) for e in workload(400, 6000, nodes=4, seed=9, start_ms=T0)]
+    source = tmp_path / "input.jsonl"
+    source.write_bytes(b"".join(line + b"\n" for line in lines))
+    assert source.stat().st_size > 2 << 20
+
+    windowed = _podledger_fold(source, core, "--window-mb", "1")
+    assert windowed.returncode == 0 and b"(native core)" in windowed.stderr, windowed.stderr
+    assert windowed.stdout == python_history(lines)
+
+    for bad in ("0", "4097", "many"):
+        refused = _podledger_fold(source, core, "--window-mb", bad)
+        assert refused.returncode == 2 and b"--window-mb" in refused.stderr, refused.stderr
+        assert refused.stdout == b""
