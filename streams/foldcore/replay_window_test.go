@@ -149,3 +149,28 @@ func TestPodKey(t *testing.T) {
 		}
 	}
 }
+
+func TestReplayFoldsALineLongerThanItsReadBuffer(t *testing.T) {
+	// A pod announced with a 1.5 MB annotation: the line comes in pieces, and crosses a window.
+	rng := rand.New(rand.NewPCG(5, 7))
+	lines := syntheticEvents(rng, 4, 300)
+	long := -1
+	for i, line := range lines {
+		if bytes.Contains(line, []byte(`"op":"ADD"`)) && i > 0 {
+			lines[i] = bytes.Replace(line, []byte(`"metadata":{`),
+				[]byte(`"metadata":{"annotations":{"note":"`+strings.Repeat("x", 3<<19)+`"},`), 1)
+			long = i
+			break
+		}
+	}
+	if long < 0 || len(lines[long]) < 3<<19 {
+		t.Fatal("no long line made")
+	}
+	want, wantStats := inOrder(t, lines)
+	for _, window := range []int{1, 1 << 20, 0} {
+		got, stats, err := replayLines(lines, window)
+		if err != nil || !bytes.Equal(got, want) || stats != wantStats {
+			t.Fatalf("window %d: %v, %+v (want %+v), history equal: %v", window, err, stats, wantStats, bytes.Equal(got, want))
+		}
+	}
+}
