@@ -179,11 +179,12 @@ func (w *replayWindow) keep(v *Version) {
 var uidKey = []byte(`uid"`)
 
 // podKey is the pod a line's event is for, read off its bytes, when they say it with certainty:
-// "uid" appears once and nothing in the line is escaped, so that one key is the uid the line
-// decodes to (Replay checks that it is) and its string ends at the next quote. Otherwise the line
-// is a barrier.
+// "uid" appears once, no \u escape could spell it otherwise, and its string value holds no escape,
+// so that one key is the uid the line decodes to (Replay checks that it is) and its value ends at
+// the next quote. Other escapes (a quote or a newline in a message or an annotation) cannot spell
+// a key's letters. Otherwise the line is a barrier.
 func podKey(line []byte) ([]byte, bool) {
-	if bytes.IndexByte(line, '\\') >= 0 {
+	if bytes.Index(line, unicodeEscape) >= 0 {
 		return nil, false
 	}
 	end := uidKeyEnd(line)
@@ -199,11 +200,14 @@ func podKey(line []byte) ([]byte, bool) {
 		return nil, false
 	}
 	length := bytes.IndexByte(rest[1:], '"')
-	if length < 0 {
+	if length < 0 || bytes.IndexByte(rest[1:1+length], '\\') >= 0 {
 		return nil, false
 	}
 	return rest[1 : 1+length], true
 }
+
+// unicodeEscape starts the one JSON escape that can stand for a letter.
+var unicodeEscape = []byte(`\u`)
 
 // uidKeyEnd is where the first "uid" in b ends, or -1. It looks for uid" and then for the quote
 // before it: a quote is in every key and value, a u in few.

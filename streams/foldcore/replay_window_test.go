@@ -49,7 +49,7 @@ func TestReplayFoldsPodByPodWithTheHistoryOfInputOrder(t *testing.T) {
 	for seed := uint64(1); seed <= 4; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		var lines [][]byte
-		barriers := 0
+		barriers, escaped := 0, 0
 		for _, line := range syntheticEvents(rng, 12, 1500) {
 			switch rng.IntN(40) {
 			case 0:
@@ -57,11 +57,16 @@ func TestReplayFoldsPodByPodWithTheHistoryOfInputOrder(t *testing.T) {
 			case 1:
 				line = asBarrier(line)
 				barriers++
+			case 2, 3: // an escape that is no barrier: a quote in a message
+				if quoted := bytes.Replace(line, []byte(`"message":"`), []byte(`"message":"say \"hi\" `), 1); len(quoted) > len(line) {
+					line = quoted
+					escaped++
+				}
 			}
 			lines = append(lines, line)
 		}
-		if barriers == 0 {
-			t.Fatal("no barrier lines: the test covers less than it says")
+		if barriers == 0 || escaped == 0 {
+			t.Fatalf("%d barrier lines, %d escaped: the test covers less than it says", barriers, escaped)
 		}
 		want, wantStats := inOrder(t, lines)
 		for _, window := range []int{1, 4 << 10, 64 << 10, 0} {
@@ -135,9 +140,12 @@ func TestPodKey(t *testing.T) {
 		`{"uid" : "u3"}`:                               "u3",
 		"{\"uid\"\t:\n\"u4\"}":                         "u4",
 		`{"fluid":"x","uid":"u5"}`:                     "u5",
-		`{"uid":"u1","labels":{"uid":"u1"}}`:           "", // twice: which one decodes is not sure
-		`{"\u0075id":"u1"}`:                            "", // an escape: the key may be written otherwise
-		`{"uid":"u1","name":"a\"b"}`:                   "",
+		`{"uid":"u1","labels":{"uid":"u1"}}`:           "",   // twice: which one decodes is not sure
+		`{"\u0075id":"u1"}`:                            "",   // a \u escape: the key may be written otherwise
+		`{"uid":"u1","name":"a\"b"}`:                   "u1", // an escaped quote spells no key
+		`{"uid":"u1","note":"x\"uid"}`:                 "",   // a value ending in "uid: as good as twice
+		`{"uid":"u\"1"}`:                               "",   // an escape in the uid itself
+		`{"uid":"u1","name":"\u0061"}`:                 "",   // any \u escape
 		`{"node":"n"}`:                                 "",
 		`{"uid":5}`:                                    "",
 		`{"uid":"u1`:                                   "",
