@@ -105,7 +105,7 @@ def _fold_in_python(args: argparse.Namespace, settings: Settings, source: Binary
     return 1 if stats.rejected and args.strict else 0
 
 
-WINDOW_MB_RANGE = range(1, 4097)
+WINDOW_MB_RANGE = range(1, 1025)  # the core takes 1 MiB to 1 GiB
 
 
 def _window_mb(text: str) -> int:
@@ -114,7 +114,7 @@ def _window_mb(text: str) -> int:
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number of MB: {text!r}") from None
     if window not in WINDOW_MB_RANGE:
-        raise argparse.ArgumentTypeError(f"{window} is outside 1..4096 MB")
+        raise argparse.ArgumentTypeError(f"{window} is outside 1..1024 MB")
     return window
 
 
@@ -140,7 +140,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         type=_window_mb,
         default=64,
         help="the native core folds this much input at a time, pod by pod, and holds its history (about"
-        " four times as much) until it is written: 1..4096 (default 64)",
+        " four times as much) until it is written: 1..1024 (default 64)",
     )
     add_connection_options(p)
     p.set_defaults(func=cmd_fold)

@@ -33,14 +33,16 @@ const ProgressLines = 100_000
 // otherwise: the history it writes is about four times as much, held until the window is written.
 const DefaultWindowBytes = 64 << 20
 
-// MinWindowBytes is the least window podfold takes (Replay takes any, as its tests do).
-const MinWindowBytes = 1 << 20
+// MinWindowBytes and MaxWindowBytes bound the window podfold takes (Replay takes any up to the
+// most, as its tests do).
+const MinWindowBytes, MaxWindowBytes = 1 << 20, 1 << 30
 
 // ReplayOptions are Replay's settings; the zero value is the defaults.
 type ReplayOptions struct {
 	// Progress, when set, is called every ProgressLines lines read.
 	Progress func(lines int64)
-	// WindowBytes is how much input is folded at a time (0: DefaultWindowBytes).
+	// WindowBytes is how much input is folded at a time (0: DefaultWindowBytes; at most
+	// MaxWindowBytes).
 	WindowBytes int
 }
 
@@ -71,6 +73,7 @@ func Replay(in io.Reader, out io.Writer, opts ReplayOptions) (stats Stats, err e
 	if window <= 0 {
 		window = DefaultWindowBytes
 	}
+	window = min(window, MaxWindowBytes)
 	w := newReplayWindow(window)
 	fold := NewFold(func(v *Version) {
 		w.keep(v)

@@ -12,7 +12,8 @@ import (
 // The versions are kept in fold order, each line's apart, and the window writes them in input
 // order.
 
-// windowLine is one input line of a window.
+// windowLine is one input line of a window. A window holds at most MaxWindowBytes and a line,
+// so its lines and versions count in int32.
 type windowLine struct {
 	no         int64 // 1-based line number in the input
 	start, end int   // the line in window.data, newline included
@@ -99,8 +100,8 @@ func (w *replayWindow) foldPending(fold *Fold) {
 }
 
 // foldChain folds the lines of a chain from line at on (none blank), each of pod key ("": a
-// barrier, read whole). A line that does not fold ends its chain: the pod's later lines come after it, and the
-// earliest such line of all the window's chains is the one Replay names.
+// barrier, read whole). A line that does not fold ends its chain, as the pod's later lines come
+// after it; the earliest such line of all the window's chains is the one Replay names.
 func (w *replayWindow) foldChain(fold *Fold, at int32, key string) {
 	defer func() {
 		if r := recover(); r != nil {

@@ -160,7 +160,7 @@ def test_podledger_fold_takes_the_window_and_refuses_one_out_of_range(core: str,
     assert windowed.returncode == 0 and b"(native core)" in windowed.stderr, windowed.stderr
     assert windowed.stdout == python_history(lines)
 
-    for bad in ("0", "4097", "many"):
+    for bad in ("0", "1025", "many"):
         refused = _podledger_fold(source, core, "--window-mb", bad)
         assert refused.returncode == 2 and b"--window-mb" in refused.stderr, refused.stderr
         assert refused.stdout == b""

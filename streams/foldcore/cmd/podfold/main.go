@@ -38,7 +38,7 @@ func main() {
 	recordBatchBytes := flag.Int("record-batch-bytes", foldcore.DefaultRecordBatchBytes,
 		"with --serve: the most a sealed answer's Kafka record batch holds")
 	windowBytes := flag.Int("window-bytes", foldcore.DefaultWindowBytes,
-		"the input folded at a time, pod by pod (at least 1 MiB); its history is held until written")
+		"the input folded at a time, pod by pod (1 MiB to 1 GiB); its history is held until written")
 	flag.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: podfold [--progress] [--window-bytes N] [FILE]\n       podfold --serve [--max-event-bytes N] [--hold-max-events N] [--parsed-records N]\n                [--topic-prefix P] [--record-batch-bytes N]")
 	}
@@ -63,7 +63,7 @@ func main() {
 		return
 	}
 	var in io.Reader = os.Stdin
-	if flag.NArg() > 1 || *windowBytes < foldcore.MinWindowBytes {
+	if flag.NArg() > 1 || *windowBytes < foldcore.MinWindowBytes || *windowBytes > foldcore.MaxWindowBytes {
 		flag.Usage()
 		os.Exit(2)
 	}
