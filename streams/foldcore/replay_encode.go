@@ -41,23 +41,37 @@ func (e *versionEncoder) append(dst []byte, v *Version) []byte {
 
 // status encodes a version's status into dst, whose line starts at lineStart.
 func (e *versionEncoder) status(dst []byte, status *Obj, lineStart int) []byte {
+	return e.object(dst, status, lineStart, true)
+}
+
+// object encodes a status (top) or one of its container statuses, each value through field.
+func (e *versionEncoder) object(dst []byte, o *Obj, lineStart int, top bool) []byte {
 	dst = append(dst, '{')
-	for i, key := range status.keys {
+	for i, key := range o.keys {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
 		dst = append(appendString(dst, key), ':')
-		value := status.vals[i]
-		switch key {
-		case "conditions":
-			dst = e.list(dst, value, lineStart, false)
-		case "containerStatuses", "initContainerStatuses":
-			dst = e.list(dst, value, lineStart, true)
-		default:
-			dst = Encode(dst, value)
-		}
+		dst = e.field(dst, key, o.vals[i], lineStart, top)
 	}
 	return append(dst, '}')
+}
+
+// field encodes a value of a status (top) or of a container status: a status's condition and
+// container status lists go through list, a container status's state and lastState through
+// reused, the rest as Encode does.
+func (e *versionEncoder) field(dst []byte, key string, value any, lineStart int, top bool) []byte {
+	switch {
+	case top && key == "conditions":
+		return e.list(dst, value, lineStart, false)
+	case top && (key == "containerStatuses" || key == "initContainerStatuses"):
+		return e.list(dst, value, lineStart, true)
+	case !top && (key == "state" || key == "lastState"):
+		if o, isObj := value.(*Obj); isObj && o != nil {
+			return e.reused(dst, o, lineStart)
+		}
+	}
+	return Encode(dst, value)
 }
 
 // list encodes a status list: of conditions, or (containers) of container statuses, whose states
@@ -77,29 +91,12 @@ func (e *versionEncoder) list(dst []byte, value any, lineStart int, containers b
 		case !isObj || o == nil:
 			dst = Encode(dst, item)
 		case containers:
-			dst = e.containerStatus(dst, o, lineStart)
+			dst = e.object(dst, o, lineStart, false)
 		default:
 			dst = e.reused(dst, o, lineStart)
 		}
 	}
 	return append(dst, ']')
-}
-
-// containerStatus encodes a container status, its state and lastState through reused.
-func (e *versionEncoder) containerStatus(dst []byte, cs *Obj, lineStart int) []byte {
-	dst = append(dst, '{')
-	for i, key := range cs.keys {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = append(appendString(dst, key), ':')
-		if o, isObj := cs.vals[i].(*Obj); isObj && o != nil && (key == "state" || key == "lastState") {
-			dst = e.reused(dst, o, lineStart)
-		} else {
-			dst = Encode(dst, cs.vals[i])
-		}
-	}
-	return append(dst, '}')
 }
 
 // reused encodes o, copying its JSON from the last version's line when that held it.
