@@ -16,7 +16,8 @@ import (
 func TestRecyclingKeepsEveryVersion(t *testing.T) {
 	for seed := uint64(1); seed <= 4; seed++ {
 		lines := syntheticEvents(rand.New(rand.NewPCG(seed, 7)), 12, 1500)
-		recycled, versions := foldForTest(t, lines, true)
+		recycled, stats := foldForTest(t, lines, true)
+		versions := stats.Versions
 		fresh, _ := foldForTest(t, lines, false)
 		if !bytes.Equal(recycled, fresh) {
 			t.Fatalf("seed %d: recycling changed the history (%d versions)", seed, versions)
@@ -49,19 +50,23 @@ func TestStatusPoolTakesEachObjectOnce(t *testing.T) {
 	}
 }
 
-// foldForTest folds lines and returns the history and its number of versions.
-func foldForTest(t *testing.T, lines [][]byte, recycle bool) ([]byte, int) {
+// foldForTest folds lines one after another in input order (blank ones count and fold to
+// nothing) and returns the history and what Replay would count: the reference Replay must equal.
+func foldForTest(t *testing.T, lines [][]byte, recycle bool) ([]byte, Stats) {
 	t.Helper()
 	var out []byte
-	versions := 0
+	var stats Stats
 	fold := NewFold(func(v *Version) {
 		out = append(AppendVersion(out, v), '\n')
-		versions++
+		stats.Versions++
 	})
 	if !recycle {
 		fold.pool = nil
 	}
 	for i, line := range lines {
+		if isBlank(line) { // counts as a line, folds to nothing
+			continue
+		}
 		func() {
 			defer func() {
 				if r := recover(); r != nil {
@@ -72,7 +77,8 @@ func foldForTest(t *testing.T, lines [][]byte, recycle bool) ([]byte, int) {
 			fold.Apply(at, ev)
 		}()
 	}
-	return out, versions
+	stats.Lines, stats.Events, stats.Pods = int64(len(lines)), fold.Events, int64(len(fold.Pods))
+	return out, stats
 }
 
 // syntheticEvents is an input of pods announced first, then random events of theirs: runtime

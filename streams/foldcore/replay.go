@@ -2,7 +2,6 @@ package foldcore
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -124,9 +123,6 @@ func Replay(in io.Reader, out io.Writer, opts ReplayOptions) (stats Stats, err e
 	stats.Pods = int64(len(fold.Pods))
 	return stats, nil
 }
-
-// trimLine is a line without its newline.
-func trimLine(line []byte) []byte { return bytes.TrimRight(line, "\n") }
 
 // outputBuffer is how many bytes of output Replay gathers before it writes them.
 const outputBuffer = 192 << 10

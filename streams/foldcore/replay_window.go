@@ -16,7 +16,7 @@ import (
 // so its lines and versions count in int32.
 type windowLine struct {
 	no         int64 // 1-based line number in the input
-	start, end int   // the line in window.data, newline included
+	start, end int   // the line in window.data, without its newline
 	versions   int32 // its versions are window.versions[versions:versions+count]
 	count      int32
 	next       int32 // the next line of its pod's chain; -1: none
@@ -36,14 +36,14 @@ type replayWindow struct {
 	// The versions' lines, in fold order, encoded into chunks (keep) so that the window's history
 	// is never copied to grow; writing the window out gathers them in scratch.
 	scratch  []byte
-	chunks   [][]byte // emptied, not dropped, as a window is written: chunks[len:cap] are for reuse
+	chunks   [][]byte // emptied, not dropped, as a window is written
+	filling  int      // the chunk keep encodes into
 	versions []keptVersion
 
-	chains  map[string]int32 // pod key -> chain, for the lines since the last barrier
-	heads   []int32          // each chain's first line, in the order its pod first appeared
-	tails   []int32          // each chain's last line
-	keys    []string         // each chain's pod key
-	pending int              // lines[pending:] are not folded yet
+	chains map[string]int32 // pod key -> chain, for the lines since the last barrier
+	heads  []int32          // each chain's first line, in the order its pod first appeared
+	tails  []int32          // each chain's last line
+	keys   []string         // each chain's pod key
 
 	encoder versionEncoder
 
@@ -65,8 +65,8 @@ const lineRoom = 1 << 20
 // add takes the line that ends the window's data, from start on, as line number no.
 func (w *replayWindow) add(fold *Fold, no int64, start int) {
 	at := int32(len(w.lines))
-	w.lines = append(w.lines, windowLine{no: no, start: start, end: len(w.data), next: -1})
-	line := trimLine(w.data[start:])
+	line := bytes.TrimRight(w.data[start:], "\n")
+	w.lines = append(w.lines, windowLine{no: no, start: start, end: start + len(line), next: -1})
 	if isBlank(line) {
 		return // folds to nothing; it only counts
 	}
@@ -74,7 +74,6 @@ func (w *replayWindow) add(fold *Fold, no int64, start int) {
 	if !ok { // a barrier: what came before folds first, then the line alone
 		w.foldPending(fold)
 		w.foldChain(fold, at, "")
-		w.pending = len(w.lines)
 		return
 	}
 	chain, seen := w.chains[string(key)]
@@ -96,7 +95,6 @@ func (w *replayWindow) foldPending(fold *Fold) {
 	}
 	clear(w.chains)
 	w.heads, w.tails, w.keys = w.heads[:0], w.tails[:0], w.keys[:0]
-	w.pending = len(w.lines)
 }
 
 // foldChain folds the lines of a chain from line at on (none blank), each of pod key ("": a
@@ -115,7 +113,7 @@ func (w *replayWindow) foldChain(fold *Fold, at int32, key string) {
 		if w.failure != nil && w.failure.Line < line.no {
 			return // a line before it gave up already: nothing after that counts
 		}
-		coordinates := parseLineInto(line.no, trimLine(w.data[line.start:line.end]), &w.ev, &w.lineObj)
+		coordinates := parseLineInto(line.no, w.data[line.start:line.end], &w.ev, &w.lineObj)
 		if key != "" && w.ev.UID != key {
 			unsupported("line %d: its pod is not the one its bytes name", line.no)
 		}
@@ -125,10 +123,10 @@ func (w *replayWindow) foldChain(fold *Fold, at int32, key string) {
 	}
 }
 
-// write writes the folded lines' versions in input order and empties the window.
+// write writes the lines' versions in input order and empties the window; every line is folded.
 func (w *replayWindow) write(out io.Writer) error {
 	buf := w.scratch[:0]
-	for _, line := range w.lines[:w.pending] {
+	for _, line := range w.lines {
 		for _, v := range w.versions[line.versions : line.versions+line.count] {
 			text := w.chunks[v.chunk][v.start:v.end]
 			if len(buf)+len(text) > outputBuffer && len(buf) > 0 {
@@ -149,30 +147,26 @@ func (w *replayWindow) write(out io.Writer) error {
 	for i := range w.chunks {
 		w.chunks[i] = w.chunks[i][:0]
 	}
-	w.data, w.lines, w.versions, w.chunks = w.data[:0], w.lines[:0], w.versions[:0], w.chunks[:0]
+	w.data, w.lines, w.versions, w.filling = w.data[:0], w.lines[:0], w.versions[:0], 0
 	w.encoder.forget() // its lines are in the chunks
-	w.pending = 0
 	return nil
 }
 
-// keep encodes a version's line at the end of the window's last chunk, or of a new one when the
-// last has less than chunkSlack left. A longer line grows its chunk as append does: rare, and
+// keep encodes a version's line at the end of the chunk being filled, or of the next one when
+// that has less than chunkSlack left. A longer line grows its chunk as append does: rare, and
 // still correct.
 func (w *replayWindow) keep(v *Version) {
-	last := len(w.chunks) - 1
-	if last < 0 || cap(w.chunks[last])-len(w.chunks[last]) < chunkSlack {
-		last++
-		if last < cap(w.chunks) && cap(w.chunks[:last+1][last]) > 0 {
-			w.chunks = w.chunks[:last+1] // one an earlier window filled
-		} else {
-			w.chunks = append(w.chunks, make([]byte, 0, chunkBytes))
-		}
+	if w.filling < len(w.chunks) && cap(w.chunks[w.filling])-len(w.chunks[w.filling]) < chunkSlack {
+		w.filling++
 	}
-	chunk := w.chunks[last]
+	if w.filling == len(w.chunks) {
+		w.chunks = append(w.chunks, make([]byte, 0, chunkBytes))
+	}
+	chunk := w.chunks[w.filling]
 	start := len(chunk)
 	chunk = append(w.encoder.append(chunk, v), '\n')
-	w.chunks[last] = chunk
-	w.versions = append(w.versions, keptVersion{int32(last), int32(start), int32(len(chunk))})
+	w.chunks[w.filling] = chunk
+	w.versions = append(w.versions, keptVersion{int32(w.filling), int32(start), int32(len(chunk))})
 }
 
 // uidKey is the key an input line names its pod by (an event's "uid", a pod's metadata "uid"),

@@ -8,27 +8,6 @@ import (
 	"testing"
 )
 
-// inOrder folds lines one after another in input order, as Replay did before it folded pod by pod:
-// the reference its history must equal. Blank lines count, and fold to nothing.
-func inOrder(t *testing.T, lines [][]byte) ([]byte, Stats) {
-	t.Helper()
-	var out []byte
-	var stats Stats
-	fold := NewFold(func(v *Version) {
-		out = append(AppendVersion(out, v), '\n')
-		stats.Versions++
-	})
-	for i, line := range lines {
-		if isBlank(line) {
-			continue
-		}
-		at, ev := ParseLine(int64(i+1), line)
-		fold.Apply(at, ev)
-	}
-	stats.Lines, stats.Events, stats.Pods = int64(len(lines)), fold.Events, int64(len(fold.Pods))
-	return out, stats
-}
-
 func replayLines(lines [][]byte, window int) ([]byte, Stats, error) {
 	var in, out bytes.Buffer
 	for _, line := range lines {
@@ -68,7 +47,7 @@ func TestReplayFoldsPodByPodWithTheHistoryOfInputOrder(t *testing.T) {
 		if barriers == 0 || escaped == 0 {
 			t.Fatalf("%d barrier lines, %d escaped: the test covers less than it says", barriers, escaped)
 		}
-		want, wantStats := inOrder(t, lines)
+		want, wantStats := foldForTest(t, lines, true)
 		for _, window := range []int{1, 4 << 10, 64 << 10, 0} {
 			got, stats, err := replayLines(lines, window)
 			if err != nil {
@@ -95,7 +74,7 @@ func TestReplayFoldsPodsApartWhoseEventsInterleave(t *testing.T) {
 		[]byte(probe("b", "Success", 1_700_000_003_000)),
 		[]byte(probe("a", "Success", 1_700_000_004_000)),
 	}
-	want, _ := inOrder(t, lines)
+	want, _ := foldForTest(t, lines, true)
 	got, _, err := replayLines(lines, 0)
 	if err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("err %v; history\n%s\nwant\n%s", err, got, want)
@@ -174,7 +153,7 @@ func TestReplayFoldsALineLongerThanItsReadBuffer(t *testing.T) {
 	if long < 0 || len(lines[long]) < 3<<19 {
 		t.Fatal("no long line made")
 	}
-	want, wantStats := inOrder(t, lines)
+	want, wantStats := foldForTest(t, lines, true)
 	for _, window := range []int{1, 1 << 20, 0} {
 		got, stats, err := replayLines(lines, window)
 		if err != nil || !bytes.Equal(got, want) || stats != wantStats {

@@ -213,7 +213,7 @@ func TestServeMatchesOfflineFold(t *testing.T) {
 	for seed := uint64(1); seed <= 3; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 11))
 		lines := syntheticEvents(rng, 10, 1200)
-		want, versions := foldForTest(t, lines, true)
+		want, stats := foldForTest(t, lines, true)
 		inputs := inputsOf(t, lines)
 
 		straight, restarted := NewServer(DefaultMaxEventBytes), NewServer(DefaultMaxEventBytes)
@@ -261,7 +261,7 @@ func TestServeMatchesOfflineFold(t *testing.T) {
 			start = end
 		}
 		if !bytes.Equal(got, want) || !bytes.Equal(gotRestarted, want) {
-			t.Fatalf("seed %d: the served history differs from the offline fold's (%d versions)", seed, versions)
+			t.Fatalf("seed %d: the served history differs from the offline fold's (%d versions)", seed, stats.Versions)
 		}
 		if journals != len(lines) {
 			t.Fatalf("seed %d: %d journal entries for %d events", seed, journals, len(lines))
